@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs every suite and prints one closing line "N passed, N failed".
+# Suites: type check + lint, node tests (unit, adapter, server, cli), the
+# Python tracer tests on every installed Python 3.8–3.13, the Python
+# integration tests (trainers, Parquet) in .venv, and the end-to-end suite in
+# a real VS Code (code-server) when test/e2e/run.sh exists.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+results=$(mktemp)
+log() { printf '\n==== %s\n' "$*"; }
+record() { echo "$1 $2 $3" >>"$results"; }   # suite passed failed
+
+log "typecheck"
+if npm run -s typecheck; then record typecheck 1 0; else record typecheck 0 1; fi
+log "lint"
+if npm run -s lint; then record lint 1 0; else record lint 0 1; fi
+
+log "node tests"
+shopt -s globstar nullglob
+node_tests=()
+for f in test/**/*.test.ts; do
+  case "$f" in test/e2e/*|test/electron/*) continue ;; esac
+  node_tests+=("$f")
+done
+tap=$(mktemp)
+node --import tsx --test --test-concurrency=2 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tap" "${node_tests[@]}"
+np=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n1)
+nf=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n1)
+[ -n "$np" ] || { np=0; nf=1; echo "node test runner produced no summary"; }
+record node "$np" "${nf:-0}"
+
+for py in $(bash scripts/pythons.sh); do
+  log "python tracer tests: $py"
+  out=$(mktemp)
+  PYTHONPATH=python-tracer "$py" -m unittest discover -s python-tracer/tests -t python-tracer 2>&1 | tee "$out"
+  ran=$(grep -Eo '^Ran [0-9]+ test' "$out" | awk '{print $2}')
+  bad=$(grep -Eo '(failures|errors)=[0-9]+' "$out" | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+  [ -n "$ran" ] || { ran=0; bad=1; }
+  record "python-$("$py" -c 'import sys;print("%d.%d"%sys.version_info[:2])')" "$((ran - ${bad:-0}))" "${bad:-0}"
+done
+
+if [ -x .venv/bin/python ] && [ -d python-tracer/tests_venv ]; then
+  log "python integration tests (.venv)"
+  out=$(mktemp)
+  .venv/bin/python -m pytest -q -p no:cacheprovider python-tracer/tests_venv 2>&1 | tee "$out"
+  p=$(tail -n 3 "$out" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
+  f=$(tail -n 3 "$out" | grep -Eo '[0-9]+ (failed|error)' | awk '{s+=$1} END {print s+0}')
+  [ -n "$p$f" ] || f=1
+  record pytest "${p:-0}" "${f:-0}"
+fi
+
+if [ -x test/e2e/run.sh ]; then
+  log "end-to-end (code-server + chromium)"
+  out=$(mktemp)
+  bash test/e2e/run.sh 2>&1 | tee "$out"
+  p=$(grep -E '^# pass ' "$out" | awk '{print $3}' | tail -n1)
+  f=$(grep -E '^# fail ' "$out" | awk '{print $3}' | tail -n1)
+  [ -n "$p" ] || { p=0; f=1; echo "e2e produced no summary"; }
+  record e2e "$p" "${f:-0}"
+fi
+
+log "summary"
+awk '{ printf "  %-14s %5d passed %5d failed\n", $1, $2, $3; P+=$2; F+=$3 } END { printf "%d passed, %d failed\n", P, F; exit (F > 0) }' "$results"
