@@ -5,6 +5,7 @@ import { UsageError, parseCommandArgs } from './command';
 /** Loaded lazily so `execverify trace` does not pay for the exporters. */
 const commands: Record<string, () => Promise<Command>> = {
   // name: async () => (await import('./commands/NAME')).nameCommand,
+  trace: async () => (await import('./commands/trace')).traceCommand,
 };
 
 function help(): string {

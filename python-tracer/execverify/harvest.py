@@ -1,0 +1,218 @@
+"""Harvest helper run by `execverify harvest`: capture calls, build standalone samples.
+
+  python -m execverify.harvest capture --root DIR --out CALLS.jsonl [--runner auto|unittest|pytest]
+      Runs the project's own tests (unittest discovery, or pytest with the
+      execverify plugin) and records literal calls into its functions.
+  python -m execverify.harvest build --root DIR --calls CALLS.jsonl --out SAMPLES.jsonl
+      Cuts each captured function into a self-contained sample and re-runs it
+      in this fresh process (the project is never imported here); a sample is
+      kept only if it returns a value with the captured repr and type.
+
+Both write JSON lines to files, never to stdout: the project's tests own stdout.
+Standard library only; Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import io
+import json
+import os
+import signal
+import sys
+import unittest
+from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
+
+from .capture import DEFAULT_PER_FUNCTION, CallCapture
+from .harvest_extract import ModuleIndex
+
+
+def _project_modules(root: str):
+    names = set()
+    for entry in os.listdir(root):
+        path = os.path.join(root, entry)
+        if entry.endswith(".py"):
+            names.add(entry[:-3])
+        elif os.path.isdir(path) and os.path.exists(os.path.join(path, "__init__.py")):
+            names.add(entry)
+    return names
+
+
+def _forget_preimported(root: str) -> None:
+    # A module the runner itself already imported (textwrap, say) would shadow
+    # the project's copy; forget it so the tests import the project's file.
+    for name in _project_modules(root):
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            mod = sys.modules.get(loaded)
+            path = getattr(mod, "__file__", None) or ""
+            if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+                del sys.modules[loaded]
+
+
+class _CaptureResult(unittest.TextTestResult):
+    capture = None
+
+    def startTest(self, test):
+        if self.capture is not None:
+            self.capture.current_test = test.id()
+        super().startTest(test)
+
+
+def _pytest_available() -> bool:
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("pytest") is not None
+    except Exception:
+        return False
+
+
+def _uses_pytest(root: str) -> bool:
+    for marker in ("conftest.py", "pytest.ini"):
+        if os.path.exists(os.path.join(root, marker)):
+            return True
+    for cfg in ("pyproject.toml", "setup.cfg", "tox.ini"):
+        path = os.path.join(root, cfg)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if "[tool.pytest" in text or "[pytest]" in text or "[tool:pytest]" in text:
+                return True
+    return False
+
+
+def run_capture(root: str, out: str, runner: str = "auto", pattern: str = "test*.py", per_function: int = DEFAULT_PER_FUNCTION) -> dict:
+    root = os.path.realpath(root)
+    if runner == "auto":
+        runner = "pytest" if _uses_pytest(root) and _pytest_available() else "unittest"
+    if runner == "pytest" and not _pytest_available():
+        raise SystemExit("execverify harvest: pytest requested but not importable in %s; use --runner unittest" % sys.executable)
+    sys.path.insert(0, root)
+    os.chdir(root)
+    _forget_preimported(root)
+    if runner == "pytest":
+        import pytest
+
+        code = pytest.main(
+            [root, "-q", "-p", "no:cacheprovider", "-p", "execverify.pytest_plugin",
+             "--execverify-capture", out, "--execverify-root", root,
+             "--execverify-per-function", str(per_function)]
+        )
+        return {"runner": "pytest", "exit": int(code)}
+    capture = CallCapture(root, per_function=per_function)
+    stream = io.StringIO()
+    with capture:
+        suite = unittest.defaultTestLoader.discover(root, pattern=pattern, top_level_dir=root)
+        test_runner = unittest.TextTestRunner(stream=stream, verbosity=0, resultclass=_CaptureResult)
+        _CaptureResult.capture = capture
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            result = test_runner.run(suite)
+    info = {
+        "runner": "unittest",
+        "testsRun": result.testsRun,
+        "testFailures": len(result.failures) + len(result.errors),
+    }
+    capture.write(out, info)
+    return info
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Timeout()
+
+
+def check_standalone(code: str, entry: str, result: str, result_type: str, timeout_s: float = 2.0):
+    """Runs `code` then `entry` in a fresh namespace: None when it reproduces `result`, else a reason."""
+    namespace = {"__name__": "__execverify_sample__", "__builtins__": builtins}
+    use_alarm = hasattr(signal, "setitimer")
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            exec(compile(code, "<sample>", "exec"), namespace)
+            value = eval(compile(entry, "<entry>", "eval"), namespace)
+    except _Timeout:
+        return "standalone_timeout"
+    except BaseException:
+        return "standalone_raised"
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    try:
+        same = repr(value) == result and type(value).__name__ == result_type
+    except Exception:
+        same = False
+    return None if same else "standalone_mismatch"
+
+
+def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
+    root = os.path.realpath(root)
+    modules = {}
+    extracted = {}
+    drops = Counter()
+    kept = 0
+    tmp = out + ".tmp"
+    with open(calls_path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+        for line in src:
+            call = json.loads(line)
+            if call.get("kind") != "call":
+                continue
+            key = (call["file"], call["function"])
+            if key not in extracted:
+                if call["file"] not in modules:
+                    path = os.path.join(root, call["file"])
+                    try:
+                        with open(path, encoding="utf-8") as fh:
+                            modules[call["file"]] = ModuleIndex(fh.read(), path)
+                    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                        modules[call["file"]] = None
+                index = modules[call["file"]]
+                extracted[key] = index.extract(call["function"]) if index else (None, None, "module_unreadable")
+            code, segments, reason = extracted[key]
+            if reason is None and check:
+                reason = check_standalone(code, call["entry"], call["result"], call["resultType"])
+            if reason is not None:
+                drops[reason] += 1
+                dst.write(json.dumps({"kind": "drop", "reason": reason, "file": call["file"], "function": call["function"]}) + "\n")
+                continue
+            kept += 1
+            sample = dict(call, kind="sample", code=code, segments=segments)
+            dst.write(json.dumps(sample) + "\n")
+        summary = {"kind": "summary", "kept": kept, "drops": dict(drops)}
+        dst.write(json.dumps(summary) + "\n")
+    os.replace(tmp, out)
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m execverify.harvest")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cap = sub.add_parser("capture")
+    cap.add_argument("--root", required=True)
+    cap.add_argument("--out", required=True)
+    cap.add_argument("--runner", choices=["auto", "unittest", "pytest"], default="auto")
+    cap.add_argument("--pattern", default="test*.py")
+    cap.add_argument("--per-function", type=int, default=DEFAULT_PER_FUNCTION)
+    build = sub.add_parser("build")
+    build.add_argument("--root", required=True)
+    build.add_argument("--calls", required=True)
+    build.add_argument("--out", required=True)
+    build.add_argument("--no-check", action="store_true")
+    args = parser.parse_args(argv)
+    out = os.path.abspath(args.out)
+    if args.command == "capture":
+        run_capture(args.root, out, args.runner, args.pattern, args.per_function)
+    else:
+        run_build(args.root, os.path.abspath(args.calls), out, check=not args.no_check)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

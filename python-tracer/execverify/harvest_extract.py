@@ -1,0 +1,216 @@
+"""Cuts a self-contained sample out of a module: one function plus what it needs.
+
+What it needs = the module-level definitions its body names (helpers, classes,
+constants), transitively, and the standard-library imports they use. Anything
+else (relative imports, third-party or sibling-module imports, star imports,
+names that resolve nowhere) makes the function non-self-contained, with a
+reason. The sample keeps the original source text of each piece, in module
+order, so comments and formatting survive and line numbers map back.
+
+Standard library only; Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import sys
+import sysconfig
+import textwrap
+
+_BUILTINS = frozenset(dir(builtins))
+_stdlib_cache = {}
+
+
+def is_stdlib_module(name: str) -> bool:
+    """True for modules of the standard library (never for a project's own)."""
+    top = name.split(".")[0]
+    if top in _stdlib_cache:
+        return _stdlib_cache[top]
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        result = top in names
+    elif top in sys.builtin_module_names:
+        result = True
+    else:
+        # 3.8 / 3.9: find the module's file and check it lives in the stdlib dir.
+        import importlib.util
+
+        result = False
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None) if spec else None
+        if origin in ("built-in", "frozen"):
+            result = True
+        elif origin:
+            stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+            real = os.path.realpath(origin)
+            result = real.startswith(stdlib + os.sep) and "site-packages" not in real
+    _stdlib_cache[top] = result
+    return result
+
+
+class Unit:
+    """One top-level statement (or one statement inside a top-level try)."""
+
+    def __init__(self, node, index: int):
+        self.node = node
+        self.index = index
+        self.binds = set()
+        self.uses = set()
+        self.local = set()
+        self.problem = None  # reason this unit can never be included
+
+
+def _stored_names(node):
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            names.add(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(sub.name)
+        elif isinstance(sub, ast.arg):
+            names.add(sub.arg)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            names.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            for alias in sub.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+            names.update(sub.names)
+    return names
+
+
+def _loaded_names(node):
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+
+
+def _is_main_guard(node) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+class ModuleIndex:
+    """The top-level units of one module and which names each binds."""
+
+    def __init__(self, source: str, path: str = "<module>"):
+        self.source = source
+        self.path = path
+        self.lines = source.splitlines(True)
+        tree = ast.parse(source, path)
+        self.future = []
+        self.units = []
+        self.by_name = {}
+        for node in tree.body:
+            if isinstance(node, ast.Try):
+                # The accelerator pattern (`try: from _heapq import * except
+                # ImportError: pass`): keep the pure-Python definitions, skip fallbacks.
+                for inner in node.body + node.orelse + node.finalbody:
+                    self._add(inner)
+            else:
+                self._add(node)
+
+    def _add(self, node):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            self.future.append(node)
+            return
+        if _is_main_guard(node):
+            return
+        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+            return  # docstrings and bare constants bind nothing
+        unit = Unit(node, len(self.units))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            unit.binds = {node.name}
+            inner = _stored_names(node) - {node.name}
+            unit.local = inner
+            unit.uses = _loaded_names(node)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                unit.binds.add((alias.asname or alias.name).split(".")[0])
+                if not is_stdlib_module(alias.name):
+                    unit.problem = "non_stdlib_import"
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                unit.problem = "relative_import"
+            elif not is_stdlib_module(node.module or ""):
+                unit.problem = "non_stdlib_import"
+            for alias in node.names:
+                if alias.name == "*":
+                    unit.problem = unit.problem or "star_import"
+                    continue
+                unit.binds.add(alias.asname or alias.name)
+        else:
+            stored = _stored_names(node)
+            unit.binds = stored
+            unit.uses = _loaded_names(node)
+            # Names a statement both stores and loads are its own (loop and
+            # comprehension variables); other bindings of its targets are still
+            # pulled in, because every binding of a needed name is included.
+            unit.local = stored
+        self.units.append(unit)
+        for name in unit.binds:
+            self.by_name.setdefault(name, []).append(unit)
+
+    def segment(self, node) -> str:
+        first = node.lineno
+        for deco in getattr(node, "decorator_list", []) or []:
+            first = min(first, deco.lineno)
+        last = getattr(node, "end_lineno", None) or node.lineno
+        return "".join(self.lines[first - 1 : last]), first
+
+    def extract(self, function: str):
+        """Returns (code, segments, None) or (None, None, reason) for `function`."""
+        roots = [u for u in self.by_name.get(function, []) if isinstance(u.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not roots:
+            return None, None, "function_not_found"
+        needed = {}
+        todo = [roots[-1]]
+        while todo:
+            unit = todo.pop()
+            if unit.index in needed:
+                continue
+            if unit.problem:
+                return None, None, unit.problem
+            needed[unit.index] = unit
+            for name in sorted(unit.uses - unit.local):
+                if name in _BUILTINS or (name.startswith("__") and name.endswith("__")):
+                    continue
+                if name not in self.by_name:
+                    return None, None, "unresolved_name"
+                # Every top-level binding of the name matters: a later one may
+                # override an earlier one (a conditional redefinition).
+                todo.extend(u for u in self.by_name[name] if u.index not in needed)
+        pieces = []
+        segments = []
+        line = 1
+        for node in self.future:
+            text, first = self.segment(node)
+            pieces.append(text if text.endswith("\n") else text + "\n")
+            segments.append([line, first, text.count("\n") or 1])
+            line += text.count("\n") or 1
+        for index in sorted(needed):
+            node = needed[index].node
+            text, first = self.segment(node)
+            if not text.endswith("\n"):
+                text += "\n"
+            text = textwrap.dedent(text)
+            if pieces and not pieces[-1].endswith("\n\n"):
+                pieces.append("\n")
+                line += 1
+            pieces.append(text)
+            n = text.count("\n")
+            segments.append([line, first, n])
+            line += n
+        code = "".join(pieces)
+        try:
+            compile(code, "<sample>", "exec")
+        except SyntaxError:
+            return None, None, "extract_failed"
+        return code, segments, None

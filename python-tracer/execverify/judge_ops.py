@@ -1,0 +1,96 @@
+"""The judge's worker ops (registered into execverify.worker.OPS by judge.register_ops).
+
+    judge           {kind, answer, truth, options?}             → verdict
+    judge_batch     {items: [{kind, answer, truth, options?}], options?} → {verdicts}
+    eval_expr       {items: [sandbox item], timeout_s?}          → {results}
+    reward          {ground_truth, response, options?}          → score (R, R_IO, R_white, breakdown)
+    reward_batch    {items: [{ground_truth, response}], options?} → {scores}
+    cruxeval_score  {samples: [{code, input, output, generations}], mode, timeout_s?} → {results}
+
+Each is a thin adapter over judge.py / reward.py / cruxeval.py — the same code
+the trainers import — so the editor and the trainer never disagree.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List
+
+from . import cruxeval, expr_eval, judge, reward
+
+
+def _error(code: str, message: str) -> Exception:
+    # `python -m execverify.worker` runs worker.py as __main__: its OpError is
+    # that module's class, not execverify.worker.OpError.
+    main = sys.modules.get("__main__")
+    cls = getattr(main, "OpError", None) if str(getattr(main, "__file__", "")).endswith("worker.py") else None
+    if cls is None:
+        from .worker import OpError as cls  # type: ignore[no-redef]
+    return cls(code, message)
+
+
+def _list(params: Dict[str, Any], key: str) -> List[Any]:
+    v = params.get(key)
+    if not isinstance(v, list):
+        raise _error("bad_params", "%r must be a list" % key)
+    return v
+
+
+def op_judge(params: Dict[str, Any]) -> Dict[str, Any]:
+    if not isinstance(params.get("truth"), dict):
+        raise _error("bad_params", "truth must be an object")
+    return judge.judge(str(params.get("kind")), params.get("answer"), params["truth"], params.get("options"))
+
+
+def op_judge_batch(params: Dict[str, Any]) -> Dict[str, Any]:
+    items = _list(params, "items")
+    shared = params.get("options") or {}
+    deferred = reward._Deferred()
+    verdicts = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("truth"), dict):
+            verdicts.append(judge.verdict(False, "bad_item"))
+            continue
+        opts = dict(shared, **(item.get("options") or {}))
+        verdicts.append(judge.judge(str(item.get("kind")), item.get("answer"), item["truth"], opts, evaluator=deferred))
+    deferred.run(expr_eval.DEFAULT_TIMEOUT_S)
+    return {"verdicts": verdicts}
+
+
+def op_eval_expr(params: Dict[str, Any]) -> Dict[str, Any]:
+    items = _list(params, "items")
+    for it in items:
+        if not isinstance(it, dict) or not isinstance(it.get("answer"), str):
+            raise _error("bad_params", "every item needs an answer string")
+    timeout = float(params.get("timeout_s") or expr_eval.DEFAULT_TIMEOUT_S)
+    return {"results": expr_eval.evaluate(items, timeout_s=timeout)}
+
+
+def op_reward(params: Dict[str, Any]) -> Dict[str, Any]:
+    return reward.score(params.get("ground_truth"), params.get("response"), params.get("options"))
+
+
+def op_reward_batch(params: Dict[str, Any]) -> Dict[str, Any]:
+    items = _list(params, "items")
+    truths = [it.get("ground_truth") if isinstance(it, dict) else None for it in items]
+    responses = [it.get("response") if isinstance(it, dict) else None for it in items]
+    return {"scores": reward.score_batch(truths, responses, params.get("options"))}
+
+
+def op_cruxeval_score(params: Dict[str, Any]) -> Dict[str, Any]:
+    samples = _list(params, "samples")
+    mode = params.get("mode")
+    if mode not in ("input", "output"):
+        raise _error("bad_params", "mode must be 'input' or 'output'")
+    timeout = float(params.get("timeout_s") or expr_eval.DEFAULT_TIMEOUT_S)
+    return {"results": cruxeval.score_samples(samples, mode, timeout_s=timeout)}
+
+
+OPS = {
+    "judge": op_judge,
+    "judge_batch": op_judge_batch,
+    "eval_expr": op_eval_expr,
+    "reward": op_reward,
+    "reward_batch": op_reward_batch,
+    "cruxeval_score": op_cruxeval_score,
+}

@@ -1,0 +1,519 @@
+"""Run a function in a forked, limited child: the isolation every job gets.
+
+`run_isolated(fn, limits)` forks the (already warm) worker, applies limits in
+the child and calls `fn(ctx)` there; the parent streams the child's messages
+back and enforces wall time. Nothing the child does can kill or corrupt the
+parent: the child's stdin/stdout/stderr are /dev/null, every other inherited
+descriptor is closed, and it ends with os._exit.
+
+In the child:
+- memory: RLIMIT_AS; CPU: RLIMIT_CPU (SIGXCPU → limit 'cpu_time'); file size:
+  RLIMIT_FSIZE; core dumps off;
+- an audit hook refuses network sockets, file writes/deletes (unless
+  `allow_writes`), killing other processes, and turns any attempt to fork or
+  exec into limit 'fork' (RLIMIT_NPROC does not bind root, the hook does);
+- `sys.stdin` reads → limit 'stdin'; `sys.stdout`/`sys.stderr` are captured up
+  to `output_bytes` each, more → limit 'output';
+- wall time: the parent sends SIGUSR1 at the deadline (the child reports limit
+  'wall_time' with what it recorded so far) and SIGKILL after a grace period.
+
+Messages child → parent are framed: 1 type byte + 4-byte big-endian length +
+payload. `ctx.send(kind, payload)` writes one; the parent collects them.
+Types used here: b"R" the child's final result (JSON), b"L" a limit hit
+(JSON {"limit", "message"}), b"E" an internal error (JSON {"code","message"}).
+Callers may add their own (the tracer streams steps as b"S").
+
+Usage from other ops (e.g. the judge's sandboxed evaluation):
+
+    from execverify.sandbox import Limits, call_isolated
+    res = call_isolated(lambda: eval(expr, {}), Limits(wall_ms=2000))
+    # res = {"ok": True, "value": <repr-able result as JSON>} or
+    #       {"ok": False, "kind": "limit"|"raised"|"crashed", ...}
+"""
+from __future__ import annotations
+
+import errno
+import json
+import mmap
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+
+_HDR = struct.Struct(">cI")
+
+# Audit events that start another process. Any of them → limit 'fork'.
+_SPAWN_EVENTS = frozenset([
+    "os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.spawn",
+    "os.exec", "subprocess.Popen", "pty.spawn", "os.startfile",
+])
+_WRITE_EVENTS = frozenset([
+    "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod",
+    "os.chown", "os.link", "os.symlink", "os.utime", "shutil.rmtree", "shutil.move",
+    "shutil.copyfile", "os.chflags", "os.lchmod", "os.lchown",
+])
+_NET_EVENTS = frozenset(["socket.__new__", "socket.connect", "socket.bind", "socket.sendto",
+                         "socket.getaddrinfo", "socket.gethostbyname"])
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class Limits:
+    """Resource limits for one isolated call. Times in ms, sizes in bytes/MB."""
+
+    def __init__(self, wall_ms: int = 10000, cpu_ms: int = 10000, memory_mb: int = 1024,
+                 output_bytes: int = 1000000, file_bytes: int = 0, allow_writes: bool = False,
+                 allow_network: bool = False, grace_ms: int = 1000):
+        self.wall_ms = wall_ms
+        self.cpu_ms = cpu_ms
+        self.memory_mb = memory_mb
+        self.output_bytes = output_bytes
+        self.file_bytes = file_bytes
+        self.allow_writes = allow_writes
+        self.allow_network = allow_network
+        self.grace_ms = grace_ms
+
+
+class Outcome:
+    """What the parent saw: the child's messages and how it ended."""
+
+    def __init__(self):
+        self.messages = []  # list of (kind: bytes, payload: bytes), in order
+        self.exit_code = None  # int or None
+        self.signal = None  # signal name or None
+        self.wall_killed = False  # the parent had to stop it for wall time
+        self.wall_ms = 0.0
+        self.cpu_ms = 0.0
+        self.peak_kb = 0
+
+    def last(self, kind: bytes):
+        for k, p in reversed(self.messages):
+            if k == kind:
+                return p
+        return None
+
+    def chunks(self, kind: bytes):
+        return [p for k, p in self.messages if k == kind]
+
+
+class Context:
+    """The child's side: send messages, report limits, capture output."""
+
+    def __init__(self, fd: int, limits: Limits):
+        self.fd = fd
+        self.limits = limits
+        self.stdout = _Capture(self, "stdout", limits.output_bytes)
+        self.stderr = _Capture(self, "stderr", limits.output_bytes)
+        # Called with (limit, message) before the child exits on a limit; the
+        # tracer sets it to flush its steps and report its own final result.
+        self.on_limit = None
+        # Called before os._exit from user code so recorded work is kept.
+        self.on_exit = None
+        self.allow_spawn = False
+        # Address space held back (never touched, so it costs no time) and
+        # released on a memory limit so the report can still be built.
+        self._reserve = mmap.mmap(-1, 4 << 20)
+
+    def send(self, kind: bytes, payload: bytes) -> None:
+        data = _HDR.pack(kind, len(payload)) + payload
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except InterruptedError:
+                continue
+            view = view[n:]
+
+    def limit(self, kind: str, message: str):
+        """Stops the child now with a limit outcome; never returns."""
+        if self._reserve is not None:
+            self._reserve.close()
+            self._reserve = None
+        try:
+            if self.on_limit is not None:
+                handler, self.on_limit = self.on_limit, None
+                handler(kind, message)
+            else:
+                self.send(b"L", json.dumps({"limit": kind, "message": message}).encode())
+        finally:
+            _real_exit(0)
+
+
+_real_exit = os._exit
+
+
+class _Capture:
+    """A bounded text stream standing in for sys.stdout / sys.stderr."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, ctx, name, cap):
+        self.ctx = ctx
+        self.name = name
+        self.cap = cap
+        self.parts = []
+        self.size = 0
+        self.truncated = False
+        self.buffer = _BufferView(self)
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        n = len(s)
+        if self.size + n > self.cap:
+            room = self.cap - self.size
+            if room > 0:
+                self.parts.append(s[:room])
+            self.size = self.cap
+            self.truncated = True
+            self.ctx.limit("output", "%s passed %d characters" % (self.name, self.cap))
+        self.parts.append(s)
+        self.size += n
+        return n
+
+    def writelines(self, lines):
+        for s in lines:
+            self.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        raise OSError(errno.EBADF, "captured stream has no file descriptor")
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def text(self):
+        return "".join(self.parts)
+
+    def as_json(self):
+        return {"text": self.text(), "truncated": self.truncated}
+
+
+class _BufferView:
+    def __init__(self, cap):
+        self.cap = cap
+
+    def write(self, b):
+        self.cap.write(bytes(b).decode("utf-8", "replace"))
+        return len(b)
+
+    def flush(self):
+        pass
+
+
+class _Stdin:
+    """sys.stdin in the child: any read is the 'stdin' limit (no input exists)."""
+
+    encoding = "utf-8"
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def _refuse(self, *a, **k):
+        self.ctx.limit("stdin", "the program read standard input, which traced runs do not have")
+
+    read = readline = readlines = __next__ = _refuse
+
+    def __iter__(self):
+        self._refuse()
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return 0
+
+    def close(self):
+        pass
+
+
+def _audit_hook(ctx):
+    limits = ctx.limits
+
+    def hook(event, args):
+        if event in _SPAWN_EVENTS:
+            if not ctx.allow_spawn:
+                ctx.limit("fork", "the program tried to start a process (%s)" % event)
+        elif event == "open":
+            if not limits.allow_writes and len(args) >= 3:
+                mode, flags = args[1], args[2]
+                if (isinstance(mode, str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)) or (
+                        isinstance(flags, int) and flags & _WRITE_FLAGS):
+                    raise PermissionError("execverify sandbox: writing files is not allowed (%r)" % (args[0],))
+        elif event in _WRITE_EVENTS:
+            if not limits.allow_writes:
+                raise PermissionError("execverify sandbox: changing files is not allowed (%s)" % event)
+        elif event in _NET_EVENTS:
+            if not limits.allow_network:
+                raise PermissionError("execverify sandbox: network access is not allowed")
+        elif event == "os.kill" or event == "os.killpg" or event == "signal.pthread_kill":
+            pid = args[0] if args else None
+            if event != "os.kill" or pid != os.getpid():
+                raise PermissionError("execverify sandbox: signalling other processes is not allowed")
+        elif event == "sys.settrace" or event == "sys.setprofile":
+            if not ctx.allow_spawn and getattr(ctx, "tracing", False):
+                raise RuntimeError("execverify: the tracer owns sys.settrace in traced runs")
+
+    return hook
+
+
+def _child_setup(ctx: Context, limits: Limits) -> None:
+    # Descriptors: only our pipe survives; 0/1/2 point at /dev/null.
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    _close_inherited(ctx.fd)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.signal(signal.SIGUSR1, lambda s, f: ctx.limit(
+        "wall_time", "the run took longer than %d ms" % limits.wall_ms))
+    signal.signal(signal.SIGXCPU, lambda s, f: ctx.limit(
+        "cpu_time", "the run used more than %d ms of CPU" % limits.cpu_ms))
+    cpu_s = max(1, -(-limits.cpu_ms // 1000))
+    _setrlimit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
+    if limits.memory_mb:
+        # The budget comes on top of what the warm worker already maps.
+        cap = mapped_bytes() + (limits.memory_mb << 20)
+        _setrlimit(resource.RLIMIT_AS, cap, cap)
+    _setrlimit(resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes)
+    _setrlimit(resource.RLIMIT_CORE, 0, 0)
+    _setrlimit(resource.RLIMIT_NPROC, 0, 0)  # binds non-root users; root: audit hook
+    sys.stdin = sys.__stdin__ = _Stdin(ctx)
+    sys.stdout = ctx.stdout
+    sys.stderr = ctx.stderr
+    sys.dont_write_bytecode = True
+
+    def _exit(code=0):
+        if ctx.on_exit is not None:
+            try:
+                ctx.on_exit(code)
+            except BaseException:  # noqa: B902 - we are exiting anyway
+                pass
+        _real_exit(code)
+
+    os._exit = _exit
+    sys.addaudithook(_audit_hook(ctx))
+
+
+def mapped_bytes() -> int:
+    """The process's current virtual size (VmSize), 0 if unknown."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _close_inherited(keep: int) -> None:
+    """Closes every descriptor above 2 except `keep` (the worker's protocol
+    pipe above all: user code must not be able to write into it)."""
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 4096)
+        return
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _setrlimit(which, soft, hard):
+    try:
+        cur_soft, cur_hard = resource.getrlimit(which)
+        if cur_hard != resource.RLIM_INFINITY:
+            hard = min(hard, cur_hard)
+            soft = min(soft, hard)
+        resource.setrlimit(which, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
+    """Runs fn(ctx) in a forked child under `limits`; returns what happened.
+
+    fn's return value, if it returns, is sent as the b"R" message (JSON);
+    fn may also send messages itself. on_message(kind, payload), if given, is
+    called in the parent as messages arrive (they are also kept in order).
+    """
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r)
+            ctx = Context(w, limits)
+            _child_setup(ctx, limits)
+            try:
+                result = fn(ctx)
+                if result is not None:
+                    ctx.send(b"R", json.dumps(result).encode())
+            except MemoryError:
+                ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
+            except BaseException as e:  # noqa: B902 - report, never propagate into the worker
+                try:
+                    ctx.send(b"E", json.dumps({"code": "internal", "message": "%s: %s" % (
+                        type(e).__name__, e)}).encode())
+                except BaseException:  # noqa: B902
+                    code = 70
+        finally:
+            _real_exit(code)
+    os.close(w)
+    out = Outcome()
+    deadline = start + limits.wall_ms / 1000.0
+    kill_at = None
+    buf = bytearray()
+    status = None
+    rusage = None
+    try:
+        while True:
+            now = time.monotonic()
+            if kill_at is None and now >= deadline:
+                out.wall_killed = True
+                _kill(pid, signal.SIGUSR1)
+                kill_at = now + limits.grace_ms / 1000.0
+            if kill_at is not None and now >= kill_at:
+                _kill(pid, signal.SIGKILL)
+                kill_at = float("inf")
+            wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
+            timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
+            try:
+                ready, _, _ = select.select([r], [], [], timeout)
+            except InterruptedError:
+                continue
+            if not ready:
+                continue
+            try:
+                data = os.read(r, 1 << 20)
+            except InterruptedError:
+                continue
+            if not data:
+                break
+            buf += data
+            while len(buf) >= 5:
+                kind, n = _HDR.unpack_from(buf)
+                if len(buf) < 5 + n:
+                    break
+                payload = bytes(buf[5:5 + n])
+                del buf[:5 + n]
+                out.messages.append((kind, payload))
+                if on_message is not None:
+                    on_message(kind, payload)
+    finally:
+        os.close(r)
+        # The pipe closed: the child is exiting. Reap it; if it lingers (it
+        # closed the pipe itself and kept running) it still gets the wall limit.
+        pause = 0.00005
+        t_end = max(deadline, time.monotonic()) + limits.grace_ms / 1000.0
+        while True:
+            try:
+                wpid, status, rusage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if wpid:
+                break
+            now = time.monotonic()
+            if now > deadline and not out.wall_killed:
+                out.wall_killed = True
+            if now > t_end:
+                _kill(pid, signal.SIGKILL)
+                wpid, status, rusage = os.wait4(pid, 0)
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+    out.wall_ms = (time.monotonic() - start) * 1000.0
+    if status is not None:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                out.signal = signal.Signals(sig).name
+            except ValueError:
+                out.signal = str(sig)
+        elif os.WIFEXITED(status):
+            out.exit_code = os.WEXITSTATUS(status)
+    if rusage is not None:
+        out.cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
+        out.peak_kb = rusage.ru_maxrss
+    return out
+
+
+def _kill(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def crash_description(out: Outcome, limits: Limits):
+    """(kind, limit, message) for a child that ended without a final message."""
+    if out.wall_killed:
+        return "limit", "wall_time", "the run took longer than %d ms" % limits.wall_ms
+    if out.signal in ("SIGXCPU",) or (out.signal == "SIGKILL" and out.cpu_ms >= limits.cpu_ms):
+        return "limit", "cpu_time", "the run used more than %d ms of CPU" % limits.cpu_ms
+    if out.signal == "SIGKILL":
+        return "crashed", None, ("the interpreter was killed (SIGKILL) - possibly out of memory; "
+                                 "memory limit %d MB" % limits.memory_mb)
+    if out.signal:
+        return "crashed", None, "the interpreter died from %s" % out.signal
+    return "crashed", None, ("the interpreter exited with code %s before the run finished "
+                             "(os._exit or a fatal error)" % out.exit_code)
+
+
+def call_isolated(fn, limits: Limits = None):
+    """Runs fn() in an isolated child; its result must be JSON-serialisable.
+
+    Returns {"ok": True, "value": result, "stdout": str} or {"ok": False,
+    "kind": "raised"|"limit"|"crashed", "type"?, "limit"?, "message"}.
+    """
+    limits = limits or Limits()
+
+    def child(ctx):
+        try:
+            value = fn()
+        except MemoryError:
+            raise
+        except BaseException as e:  # noqa: B902 - user code may raise anything
+            return {"ok": False, "kind": "raised", "type": type(e).__name__, "message": str(e)[:1000]}
+        return {"ok": True, "value": value, "stdout": ctx.stdout.text()}
+
+    out = run_isolated(child, limits)
+    res = out.last(b"R")
+    if res is not None:
+        return json.loads(res.decode())
+    lim = out.last(b"L")
+    if lim is not None:
+        d = json.loads(lim.decode())
+        return {"ok": False, "kind": "limit", "limit": d["limit"], "message": d["message"]}
+    err = out.last(b"E")
+    if err is not None:
+        d = json.loads(err.decode())
+        return {"ok": False, "kind": "raised", "type": "InternalError", "message": d["message"]}
+    kind, limit, message = crash_description(out, limits)
+    res = {"ok": False, "kind": kind, "message": message}
+    if limit:
+        res["limit"] = limit
+    return res

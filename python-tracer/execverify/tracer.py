@@ -1,0 +1,851 @@
+"""The tracer: runs one entry under sys.monitoring (3.12+) or sys.settrace and
+records the Trace of docs/trace-format.md (SEMANTICS.md §1).
+
+Both backends feed one `Recorder`, which owns everything the trace means:
+frame ids, depth, locals diffs, value capture, limits. The monitoring backend
+maps PEP 669 events exactly the way CPython's own settrace emulation does
+(Python/legacy_tracing.c): PY_START/PY_RESUME/PY_THROW → call, PY_RETURN/
+PY_YIELD/PY_UNWIND → return, RAISE/STOP_ITERATION → exception, LINE → line,
+plus a line event on a backward JUMP that stays on the same line. So the
+decoded trace is the same whichever backend ran (tested on 3.12 and 3.13).
+
+Steps are written as JSON text (one object per step) and streamed to the
+parent in chunks through the sandbox context, so a run that is killed keeps
+what it recorded up to the last chunk.
+"""
+from __future__ import annotations
+
+import dis
+import json
+import os
+import sys
+import time
+import traceback
+from json.encoder import encode_basestring_ascii as _q
+
+from .values import Encoder, type_name
+
+SCHEMA_VERSION = "execverify.trace/1"
+
+DEFAULT_LIMITS = {
+    "steps": 1000000,
+    "wallTimeMs": 10000,
+    "cpuTimeMs": 10000,
+    "memoryMb": 1024,
+    "outputBytes": 1000000,
+    "recursionDepth": 1000,
+    "traceBytes": 64 * 1024 * 1024,
+    "reprChars": 1000,
+    "containerItems": 32,
+}
+
+_GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+_RETURN_OPS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+# Where f_lasti points when a generator frame suspends: YIELD_VALUE (all),
+# YIELD_FROM (<=3.10), the LOAD_CONST before YIELD_FROM (3.8-3.10 rewind
+# f_lasti while a `yield from`/`await` is suspended), RESUME (3.13).
+_YIELD_OPS = frozenset(dis.opmap[n] for n in ("YIELD_VALUE", "YIELD_FROM", "RESUME", "SEND")
+                       if n in dis.opmap)
+if sys.version_info < (3, 11):
+    _YIELD_OPS = _YIELD_OPS | {dis.opmap["LOAD_CONST"]}
+_CHUNK_BYTES = 256 * 1024
+_HAS_MONITORING = hasattr(sys, "monitoring")
+
+
+def default_backend() -> str:
+    # sys.monitoring lets us switch off foreign code entirely and avoids the
+    # frame-locals round trip settrace makes on every event: faster on 3.12+.
+    return "monitoring" if _HAS_MONITORING else "settrace"
+
+
+class JobError(Exception):
+    """A job that cannot start (bad entry, syntax error, missing file)."""
+
+    def __init__(self, code: str, message: str):
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+class _Stop(BaseException):
+    """Internal: unwinds out of the traced run (never seen by user code)."""
+
+
+class _FrameState:
+    __slots__ = ("fid", "code", "prev", "last_event")
+
+    def __init__(self, fid, code):
+        self.fid = fid
+        self.code = code
+        self.prev = {}  # name -> (object, json, stable)
+        self.last_event = "call"
+
+
+class _CodeInfo:
+    __slots__ = ("traced", "fn_json", "file", "gen", "lines")
+
+    def __init__(self, traced, fn_json="", file=0, gen=False):
+        self.traced = traced
+        self.fn_json = fn_json
+        self.file = file
+        self.gen = gen
+        self.lines = None
+
+
+class Recorder:
+    """Turns interpreter events into trace steps (JSON text), within limits."""
+
+    def __init__(self, ctx, limits: dict, files: list, trace_roots=()):
+        self.ctx = ctx
+        self.limits = limits
+        self.files = files  # [{"path", "source"}], index = file id
+        self.file_index = {f["filename"]: i for i, f in enumerate(files)}
+        self.trace_roots = tuple(trace_roots)
+        self.enc = Encoder(repr_chars=limits["reprChars"], container_items=limits["containerItems"])
+        self.max_steps = limits["steps"]
+        self.max_bytes = limits["traceBytes"]
+        self.max_depth = limits["recursionDepth"]
+        self.cpu_deadline = time.process_time() + limits["cpuTimeMs"] / 1000.0
+        self.codes = {}  # code -> _CodeInfo
+        self.frames = {}  # id(frame) -> (frame, _FrameState)
+        self.stack = []  # active traced frames: (frame, _FrameState)
+        self.n = 0
+        self.next_fid = 0
+        self.buf = []
+        self.buf_bytes = 0
+        self.total_bytes = 0
+        self.started = time.monotonic()
+        self.cpu_started = time.process_time()
+        self.finished = False
+
+    # -- code / file bookkeeping -----------------------------------------
+    def info(self, code) -> _CodeInfo:
+        ci = self.codes.get(code)
+        if ci is None:
+            fname = code.co_filename
+            idx = self.file_index.get(fname)
+            if idx is None and self.trace_roots and self._in_roots(fname):
+                idx = self._add_file(fname)
+            if idx is None:
+                ci = _CodeInfo(False)
+            else:
+                name = getattr(code, "co_qualname", code.co_name)
+                ci = _CodeInfo(True, _q(name), idx, bool(code.co_flags & _GEN_FLAGS))
+            self.codes[code] = ci
+        return ci
+
+    def _in_roots(self, fname):
+        if not fname.endswith(".py") or "site-packages" in fname or "dist-packages" in fname:
+            return False
+        p = os.path.abspath(fname)
+        return any(p.startswith(r) for r in self.trace_roots)
+
+    def _add_file(self, fname):
+        try:
+            with open(fname, encoding="utf-8") as fh:
+                src = fh.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        idx = len(self.files)
+        self.files.append({"path": fname, "filename": fname, "source": src})
+        self.file_index[fname] = idx
+        return idx
+
+    # -- events --------------------------------------------------------
+    def on_call(self, frame, ci):
+        key = id(frame)
+        entry = self.frames.get(key)
+        resumed = entry is not None and entry[0] is frame
+        if resumed:
+            fs = entry[1]
+        else:
+            fs = _FrameState(self.next_fid, frame.f_code)
+            self.next_fid += 1
+            self.frames[key] = (frame, fs)
+        parent = self.stack[-1][1].fid if self.stack else None
+        self.stack.append((frame, fs))
+        depth = len(self.stack) - 1
+        if depth >= self.max_depth:
+            self.limit("recursion", "the call depth passed %d traced frames" % self.max_depth)
+        head = '{"i":%d,"event":"call","frame":%d,"parent":%s,"fn":%s,"file":%d,"line":%d,"depth":%d' % (
+            self.n, fs.fid, "null" if parent is None else parent, ci.fn_json, ci.file, frame.f_lineno, depth)
+        if resumed:
+            head += ',"resumed":true'
+        fs.last_event = "call"
+        self.emit(head + self.diff(fs, frame) + "}")
+
+    def on_line(self, frame, fs, ci, line):
+        fs.last_event = "line"
+        self.emit('{"i":%d,"event":"line","frame":%d,"fn":%s,"file":%d,"line":%d,"depth":%d%s}' % (
+            self.n, fs.fid, ci.fn_json, ci.file, line, len(self.stack) - 1, self.diff(fs, frame)))
+
+    def on_return(self, frame, fs, ci, value, yielded, unwound):
+        depth = len(self.stack) - 1
+        if self.stack and self.stack[-1][1] is fs:
+            self.stack.pop()
+        else:  # defensive: never lose the stack shape
+            for i in range(len(self.stack) - 1, -1, -1):
+                if self.stack[i][1] is fs:
+                    del self.stack[i:]
+                    break
+        if not yielded:
+            self.frames.pop(id(frame), None)
+        fs.last_event = "return"
+        extra = ""
+        if not unwound:
+            extra = ',"value":' + self.enc.encode(value)[0]
+        if yielded:
+            extra += ',"yielded":true'
+        self.emit('{"i":%d,"event":"return","frame":%d,"fn":%s,"file":%d,"line":%d,"depth":%d%s%s}' % (
+            self.n, fs.fid, ci.fn_json, ci.file, frame.f_lineno, depth, self.diff(fs, frame), extra))
+
+    def on_exception(self, frame, fs, ci, exc):
+        if isinstance(exc, MemoryError):
+            self.limit("memory", "the run used more than %d MB" % self.limits["memoryMb"])
+        fs.last_event = "exception"
+        self.emit('{"i":%d,"event":"exception","frame":%d,"fn":%s,"file":%d,"line":%d,"depth":%d%s,"exc":{"type":%s,"message":%s}}' % (
+            self.n, fs.fid, ci.fn_json, ci.file, frame.f_lineno, len(self.stack) - 1, self.diff(fs, frame),
+            _q(type_name(type(exc))), _q(self.enc.safe_str(exc))))
+
+    # -- locals --------------------------------------------------------
+    def diff(self, fs, frame) -> str:
+        """`,"set":{...}` / `,"del":[...]` against the frame's previous event."""
+        prev = fs.prev
+        loc = frame.f_locals
+        sets = None
+        enc = self.enc.encode
+        seen = 0
+        for name, v in loc.items():
+            seen += 1
+            p = prev.get(name)
+            if p is not None and p[0] is v and p[2]:
+                continue
+            j, stable = enc(v)
+            if p is not None and p[1] == j:
+                if p[0] is not v:
+                    prev[name] = (v, j, stable)
+                continue
+            prev[name] = (v, j, stable)
+            if sets is None:
+                sets = [_q(name) + ":" + j]
+            else:
+                sets.append(_q(name) + ":" + j)
+        out = "" if sets is None else ',"set":{' + ",".join(sets) + "}"
+        if len(prev) != seen:  # prev now holds every current name: extra ones are gone
+            gone = [k for k in prev if k not in loc]
+            if gone:
+                for k in gone:
+                    del prev[k]
+                out += ',"del":[' + ",".join(_q(k) for k in gone) + "]"
+        return out
+
+    # -- output --------------------------------------------------------
+    def emit(self, step: str):
+        self.n += 1
+        if self.n > self.max_steps:
+            self.n -= 1
+            self.limit("steps", "the run passed %d steps" % self.max_steps)
+        self.buf.append(step)
+        size = len(step) + 1
+        self.buf_bytes += size
+        self.total_bytes += size
+        if self.total_bytes > self.max_bytes:
+            self.buf.pop()
+            self.n -= 1
+            self.limit("trace_size", "the trace passed %d bytes" % self.max_bytes)
+        if self.buf_bytes >= _CHUNK_BYTES:
+            self.flush()
+            if time.process_time() > self.cpu_deadline:
+                self.limit("cpu_time", "the run used more than %d ms of CPU" % self.limits["cpuTimeMs"])
+
+    def flush(self):
+        if self.buf:
+            data = ",".join(self.buf).encode()
+            self.buf = []
+            self.buf_bytes = 0
+            self.ctx.send(b"S", data)
+
+    def limit(self, kind, message):
+        self.ctx.limit(kind, message)  # → self.finish via ctx.on_limit; never returns
+
+    def finish(self, outcome: dict, backend: str):
+        """Flushes the steps and sends the final message. Runs once."""
+        if self.finished:
+            return
+        self.finished = True
+        self.flush()
+        files = [{"path": f["path"], "source": f["source"]} for f in self.files]
+        final = {
+            "outcome": outcome,
+            "backend": backend,
+            "files": files,
+            "stdout": self.ctx.stdout.as_json(),
+            "stderr": self.ctx.stderr.as_json(),
+            "stats": {
+                "events": self.n,
+                "wallMs": round((time.monotonic() - self.started) * 1000.0, 3),
+                "cpuMs": round((time.process_time() - self.cpu_started) * 1000.0, 3),
+            },
+        }
+        self.ctx.send(b"R", json.dumps(final).encode())
+
+
+# -- backends --------------------------------------------------------------
+class SettraceBackend:
+    name = "settrace"
+
+    def __init__(self, rec: Recorder):
+        self.rec = rec
+        self.error = None
+
+    def start(self):
+        sys.settrace(self._global)
+
+    def stop(self):
+        sys.settrace(None)
+
+    def _global(self, frame, event, arg):
+        try:
+            ci = self.rec.info(frame.f_code)
+            if not ci.traced:
+                return None
+            self.rec.on_call(frame, ci)
+            return self._local
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902 - never let tracing switch itself off
+            self._fail(e)
+
+    def _local(self, frame, event, arg):
+        rec = self.rec
+        try:
+            entry = rec.frames.get(id(frame))
+            if entry is None:
+                return None
+            fs = entry[1]
+            ci = rec.codes[frame.f_code]
+            if event == "line":
+                rec.on_line(frame, fs, ci, frame.f_lineno)
+            elif event == "return":
+                # settrace says 'return' for a return, a yield and an unwind
+                # alike; the instruction the frame stopped at tells them apart.
+                lasti = frame.f_lasti
+                op = frame.f_code.co_code[lasti] if lasti >= 0 else None
+                if op in _RETURN_OPS:
+                    rec.on_return(frame, fs, ci, arg, False, False)
+                elif ci.gen and op in _YIELD_OPS and fs.last_event != "exception":
+                    rec.on_return(frame, fs, ci, arg, True, False)
+                else:
+                    rec.on_return(frame, fs, ci, None, False, True)
+            elif event == "exception":
+                rec.on_exception(frame, fs, ci, arg[1])
+            return self._local
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _fail(self, e):
+        if isinstance(e, MemoryError):
+            self.rec.limit("memory", "the run used more than %d MB" % self.rec.limits["memoryMb"])
+        self.rec.ctx.send(b"E", json.dumps({"code": "tracer_internal", "message": "tracer failed: %s: %s\n%s" % (
+            type(e).__name__, e, traceback.format_exc())}).encode())
+        _hard_exit()
+
+
+def _hard_exit():
+    from . import sandbox
+    sandbox._real_exit(0)
+
+
+class MonitoringBackend:
+    name = "monitoring"
+
+    def __init__(self, rec: Recorder):
+        self.rec = rec
+        self.mon = sys.monitoring
+        self.tool = sys.monitoring.DEBUGGER_ID
+        self.local_set = set()
+
+    def start(self):
+        m = self.mon
+        E = m.events
+        t = self.tool
+        m.use_tool_id(t, "execverify")
+        m.register_callback(t, E.PY_START, self._start)
+        m.register_callback(t, E.PY_RESUME, self._resume)
+        m.register_callback(t, E.PY_THROW, self._throw)
+        m.register_callback(t, E.PY_RETURN, self._return)
+        m.register_callback(t, E.PY_YIELD, self._yield)
+        m.register_callback(t, E.PY_UNWIND, self._unwind)
+        m.register_callback(t, E.RAISE, self._raise)
+        m.register_callback(t, E.STOP_ITERATION, self._raise)
+        m.register_callback(t, E.LINE, self._line)
+        m.register_callback(t, E.JUMP, self._jump)
+        self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
+        for code in self.rec.preload_codes:
+            self._instrument(code)
+        m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
+
+    def stop(self):
+        m = self.mon
+        m.set_events(self.tool, 0)
+        for code in self.local_set:
+            m.set_local_events(self.tool, code, 0)
+        m.free_tool_id(self.tool)
+
+    def _instrument(self, code):
+        if code not in self.local_set:
+            self.local_set.add(code)
+            self.mon.set_local_events(self.tool, code, self.local_events)
+
+    def _top(self, code):
+        st = self.rec.stack
+        if st:
+            frame, fs = st[-1]
+            if fs.code is code:
+                return frame, fs
+        # Rare: the top traced frame is not the one reporting (should not
+        # happen); find the reporting frame on the real stack.
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        entry = self.rec.frames.get(id(frame)) if frame is not None else None
+        if entry is not None and entry[0] is frame:
+            return entry
+        return None, None
+
+    def _fail(self, e):
+        SettraceBackend._fail(self, e)
+
+    def _start(self, code, offset):
+        try:
+            ci = self.rec.codes.get(code) or self.rec.info(code)
+            if not ci.traced:
+                return self.mon.DISABLE
+            if code not in self.local_set:
+                self._instrument(code)
+            self.rec.on_call(sys._getframe(1), ci)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _resume(self, code, offset):
+        try:
+            ci = self.rec.codes.get(code)
+            if ci is None or not ci.traced:
+                return self.mon.DISABLE
+            self.rec.on_call(sys._getframe(1), ci)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _throw(self, code, offset, exc):
+        try:
+            ci = self.rec.codes.get(code)
+            if ci is None or not ci.traced:
+                return
+            self.rec.on_call(sys._getframe(1), ci)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _finish(self, code, value, yielded, unwound):
+        ci = self.rec.codes.get(code)
+        if ci is None or not ci.traced:
+            return
+        frame, fs = self._top(code)
+        if fs is None:
+            return
+        self.rec.on_return(frame, fs, ci, value, yielded, unwound)
+
+    def _return(self, code, offset, value):
+        try:
+            self._finish(code, value, False, False)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _yield(self, code, offset, value):
+        try:
+            self._finish(code, value, True, False)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _unwind(self, code, offset, exc):
+        try:
+            self._finish(code, None, False, True)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _raise(self, code, offset, exc):
+        try:
+            ci = self.rec.codes.get(code)
+            if ci is None or not ci.traced:
+                return
+            frame, fs = self._top(code)
+            if fs is None:
+                return
+            self.rec.on_exception(frame, fs, ci, exc)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _line(self, code, line):
+        try:
+            rec = self.rec
+            st = rec.stack
+            if st:
+                frame, fs = st[-1]
+                if fs.code is not code:
+                    frame, fs = self._top(code)
+            else:
+                frame, fs = self._top(code)
+            if fs is None:
+                return
+            rec.on_line(frame, fs, rec.codes[code], line)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+    def _jump(self, code, src, dest):
+        try:
+            if dest > src:
+                return self.mon.DISABLE
+            ci = self.rec.codes.get(code)
+            if ci is None or not ci.traced:
+                return self.mon.DISABLE
+            lines = ci.lines
+            if lines is None:
+                lines = ci.lines = _line_table(code)
+            to_line = lines.get(dest // 2)
+            if to_line != lines.get(src // 2):
+                return self.mon.DISABLE
+            if to_line is None or to_line < 0:
+                return
+            frame, fs = self._top(code)
+            if fs is None:
+                return
+            self.rec.on_line(frame, fs, ci, to_line)
+        except _Stop:
+            raise
+        except BaseException as e:  # noqa: B902
+            self._fail(e)
+
+
+def _line_table(code):
+    table = {}
+    for start, end, line in code.co_lines():
+        for off in range(start // 2, end // 2):
+            table[off] = line
+    return table
+
+
+def _all_codes(code):
+    out = [code]
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            out.extend(_all_codes(c))
+    return out
+
+
+# -- running a job ------------------------------------------------------------
+def resolve_limits(given) -> dict:
+    lim = dict(DEFAULT_LIMITS)
+    for k, v in (given or {}).items():
+        if k in lim and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            lim[k] = v
+    return lim
+
+
+def prepare(params: dict):
+    """Validates a trace job in the worker (before forking): returns a Job.
+
+    Raises JobError with code file_not_found / syntax_error / bad_entry.
+    """
+    entry = params.get("entry")
+    if not isinstance(entry, dict) or entry.get("kind") not in ("call", "script", "function"):
+        raise JobError("bad_entry", "entry must be {kind: 'call'|'script'|'function', ...}")
+    kind = entry["kind"]
+    path = params.get("path")
+    source = params.get("source")
+    cwd = params.get("cwd")
+    if kind == "function":
+        target = entry.get("target")
+        if not isinstance(target, str) or ":" not in target:
+            raise JobError("bad_entry", "a function entry needs target 'module:function', got %r" % (target,))
+        args = entry.get("args", "")
+        try:
+            compile("f(%s)" % args, "<entry>", "eval")
+        except SyntaxError as e:
+            raise JobError("bad_entry", "the arguments %r are not valid Python: %s" % (args, e.msg))
+        return Job(params, kind, None, None, None, entry, cwd)
+    if source is None:
+        if not path:
+            raise JobError("bad_entry", "a trace job needs 'source' or 'path'")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                source = fh.read()
+        except FileNotFoundError:
+            raise JobError("file_not_found", "no such file: %s" % path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise JobError("file_not_found", "cannot read %s: %s" % (path, e))
+    filename = os.path.abspath(path) if path else "<source>"
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise JobError("syntax_error", "%s, line %s: %s" % (path or "<source>", e.lineno, e.msg))
+    except ValueError as e:  # null bytes
+        raise JobError("syntax_error", "%s: %s" % (path or "<source>", e))
+    entry_code = None
+    if kind == "call":
+        expr = entry.get("expr")
+        if not isinstance(expr, str) or not expr.strip():
+            raise JobError("bad_entry", "a call entry needs an expression such as f([1, 2], 3)")
+        try:
+            entry_code = compile(expr.strip(), "<entry>", "eval", dont_inherit=True)
+        except SyntaxError as e:
+            raise JobError("bad_entry", "the entry %r is not a Python expression: %s" % (expr, e.msg))
+    return Job(params, kind, source, filename, code, entry, cwd, entry_code, path or "<source>")
+
+
+class Job:
+    def __init__(self, params, kind, source, filename, code, entry, cwd, entry_code=None, display=None):
+        self.params = params
+        self.kind = kind
+        self.source = source
+        self.filename = filename
+        self.code = code
+        self.entry = entry
+        self.cwd = cwd
+        self.entry_code = entry_code
+        self.display = display
+        self.limits = resolve_limits(params.get("limits"))
+        backend = params.get("backend") or default_backend()
+        if backend == "monitoring" and not _HAS_MONITORING:
+            raise JobError("bad_entry", "sys.monitoring needs Python 3.12+")
+        if backend not in ("monitoring", "settrace"):
+            raise JobError("bad_entry", "backend must be 'monitoring' or 'settrace'")
+        self.backend = backend
+
+
+def run_in_child(job: Job, ctx) -> None:
+    """The body of the forked child: sets up, traces, reports, exits."""
+    lim = job.limits
+    if job.cwd:
+        try:
+            os.chdir(job.cwd)
+        except OSError:
+            pass
+    files = []
+    roots = ()
+    if job.kind == "function":
+        root = os.path.abspath(job.cwd or os.getcwd())
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        roots = (root + os.sep,)
+    else:
+        files.append({"path": job.display, "filename": job.filename, "source": job.source})
+        d = os.path.dirname(job.filename) if job.filename != "<source>" else None
+        if d and d not in sys.path:
+            sys.path.insert(0, d)
+    rec = Recorder(ctx, lim, files, roots)
+    backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
+    backend = backend_cls(rec)
+    rec.preload_codes = _all_codes(job.code) if job.code is not None else []
+    state = {"active": False}
+
+    def stop():
+        if state["active"]:
+            state["active"] = False
+            ctx.tracing = False
+            backend.stop()
+
+    def on_limit(kind, message):
+        try:
+            stop()
+        except BaseException:  # noqa: B902 - we are reporting the limit anyway
+            pass
+        rec.finish({"kind": "limit", "limit": kind, "message": message}, backend.name)
+
+    ctx.on_limit = on_limit
+    ctx.on_exit = lambda code: rec.flush()
+    base_depth = len(_stack_depth())
+    sys.setrecursionlimit(base_depth + lim["recursionDepth"] + 250)
+    import builtins
+    if job.kind == "script":
+        ns = {"__name__": "__main__", "__file__": job.filename, "__builtins__": builtins}
+        sys.argv = [job.display] + [str(a) for a in (job.entry.get("args") or [])]
+        run = lambda: exec(job.code, ns)  # noqa: E731
+    elif job.kind == "call":
+        modname = os.path.splitext(os.path.basename(job.filename))[0] if job.filename != "<source>" else "__source__"
+        if not modname.isidentifier():
+            modname = "__source__"
+        ns = {"__name__": modname, "__file__": job.filename, "__builtins__": builtins}
+        mod = type(sys)(modname)
+        mod.__dict__.update(ns)
+        ns = mod.__dict__
+        sys.modules[modname] = mod
+        try:
+            exec(job.code, ns)  # module body: defines the entry, not traced
+        except BaseException as e:  # noqa: B902
+            rec.finish(_raised_outcome(rec, e, module_level=True), backend.name)
+            return
+        run = lambda: eval(job.entry_code, ns)  # noqa: E731
+    else:
+        modname, _, fname = job.entry["target"].partition(":")
+        try:
+            import importlib
+            mod = importlib.import_module(modname)
+            target = mod
+            for part in fname.split("."):
+                target = getattr(target, part)
+        except BaseException as e:  # noqa: B902
+            rec.finish(_raised_outcome(rec, e, module_level=True), backend.name)
+            return
+        mfile = getattr(mod, "__file__", None)
+        if mfile and os.path.abspath(mfile) not in rec.file_index:
+            rec._add_file(os.path.abspath(mfile))
+        entry_code = compile("__execverify_target__(%s)" % job.entry.get("args", ""), "<entry>", "eval")
+        ns = {"__execverify_target__": target}
+        run = lambda: eval(entry_code, ns)  # noqa: E731
+
+    outcome = None
+    backend.start()
+    state["active"] = True
+    ctx.tracing = True
+    try:
+        value = run()
+    except SystemExit as e:
+        stop()
+        code = e.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            try:
+                ctx.stderr.write(str(code) + "\n")
+            except BaseException:  # noqa: B902
+                pass
+            code = 1
+        outcome = {"kind": "exited", "code": code}
+    except RecursionError as e:
+        stop()
+        outcome = {"kind": "limit", "limit": "recursion",
+                   "message": "maximum recursion depth exceeded (%s)" % rec.enc.safe_str(e, 200)}
+    except MemoryError:
+        stop()
+        outcome = {"kind": "limit", "limit": "memory",
+                   "message": "the run used more than %d MB" % lim["memoryMb"]}
+    except BaseException as e:  # noqa: B902 - the program's own exception is the outcome
+        stop()
+        outcome = _raised_outcome(rec, e)
+    else:
+        stop()
+        outcome = {"kind": "returned", "value": json.loads(rec.enc.encode(value)[0])}
+    if job.kind == "script" and outcome["kind"] == "returned":
+        outcome["value"] = {"repr": "None", "type": "NoneType", "literal": True}
+    rec.finish(outcome, backend.name)
+
+
+def _stack_depth():
+    out = []
+    f = sys._getframe(1)
+    while f is not None:
+        out.append(f)
+        f = f.f_back
+    return out
+
+
+def _raised_outcome(rec: Recorder, e: BaseException, module_level: bool = False) -> dict:
+    line = None
+    file = None
+    tb = e.__traceback__
+    while tb is not None:
+        ci = rec.info(tb.tb_frame.f_code)
+        if ci.traced or (module_level and tb.tb_frame.f_code.co_filename in rec.file_index):
+            line = tb.tb_lineno
+            file = rec.file_index.get(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    if isinstance(e, SyntaxError) and module_level and line is None:
+        line = e.lineno
+    return {"kind": "raised", "type": type_name(type(e)), "message": rec.enc.safe_str(e),
+            "line": line, "file": file}
+
+
+def trace(params: dict, sandbox_limits=None) -> dict:
+    """Runs one trace job isolated and returns the Trace as a dict.
+
+    Convenience for Python callers and tests; the worker streams the same
+    result without re-parsing the steps (see worker.trace_op_bytes).
+    """
+    data = trace_bytes(params)
+    return json.loads(data.decode())
+
+
+def trace_bytes(params: dict) -> bytes:
+    """Runs one trace job; returns the Trace JSON text (bytes)."""
+    from . import sandbox
+    job = prepare(params)
+    lim = job.limits
+    slimits = sandbox.Limits(
+        wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
+        output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
+        allow_network=False)
+    out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
+    err = out.last(b"E")
+    final = out.last(b"R")
+    if final is None and err is not None:
+        d = json.loads(err.decode())
+        raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
+    steps = out.chunks(b"S")
+    if final is not None:
+        fin = json.loads(final.decode())
+    else:
+        kind, limit, message = sandbox.crash_description(out, slimits)
+        if kind == "limit":
+            outcome = {"kind": "limit", "limit": limit, "message": message}
+        else:
+            outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
+        nsteps = sum(p.count(b'{"i":') for p in steps)
+        fin = {
+            "outcome": outcome,
+            "backend": job.backend,
+            "files": [{"path": job.display or "<source>", "source": job.source or ""}],
+            "stdout": {"text": "", "truncated": False},
+            "stderr": {"text": "", "truncated": False},
+            "stats": {"events": nsteps, "wallMs": round(out.wall_ms, 3)},
+        }
+    fin["stats"]["wallMs"] = round(out.wall_ms, 3)
+    fin["stats"]["cpuMs"] = round(out.cpu_ms, 3)
+    if out.peak_kb:
+        fin["stats"]["peakMemoryKb"] = out.peak_kb
+    head = {
+        "schema": SCHEMA_VERSION,
+        "python": {"version": "%d.%d.%d" % sys.version_info[:3],
+                   "implementation": sys.implementation.name, "backend": fin["backend"]},
+        "entry": _entry_json(job.entry),
+        "files": fin["files"],
+    }
+    tail = {k: fin[k] for k in ("outcome", "stdout", "stderr", "stats")}
+    h = json.dumps(head)
+    t = json.dumps(tail)
+    return (h[:-1] + ',"steps":[').encode() + b",".join(p for p in steps if p) + b"]," + t[1:].encode()
+
+
+def _entry_json(entry):
+    k = entry["kind"]
+    if k == "call":
+        return {"kind": "call", "expr": entry["expr"]}
+    if k == "script":
+        return {"kind": "script", "args": [str(a) for a in entry.get("args") or []]}
+    return {"kind": "function", "target": entry["target"], "args": entry.get("args", "")}

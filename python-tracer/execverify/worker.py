@@ -1,0 +1,121 @@
+"""The JSON-lines worker: `python -m execverify.worker`.
+
+One request per line on stdin, one response per line on stdout:
+
+    {"id": 1, "op": "trace", ...params}
+    → {"id": 1, "ok": true, "result": {...}}
+    → {"id": 1, "ok": false, "error": {"code": "syntax_error", "message": "..."}}
+
+Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
+raise `OpError(code, message)`) and register it with one line in `OPS` below.
+An op that runs user code must do it through `execverify.sandbox`
+(`run_isolated` / `call_isolated`): the worker itself never runs user code,
+so no job can kill it. An op may instead return `Raw(bytes)` holding the JSON
+text of its result, to stream large results without re-encoding them.
+
+Requests are served one at a time (the TypeScript pool runs one worker per
+core). The worker's real stdout is kept for the protocol only: fd 1 is pointed
+at stderr so a stray print (ours or a library's) cannot corrupt it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+from . import tracer
+
+
+class OpError(Exception):
+    """An op failed in a way the caller can act on (code is snake_case)."""
+
+    def __init__(self, code: str, message: str):
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+class Raw:
+    """An op result that is already JSON text (bytes)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+def ping(params: dict) -> dict:
+    return {"pong": True, "python": "%d.%d.%d" % sys.version_info[:3],
+            "implementation": sys.implementation.name, "pid": os.getpid(),
+            "backend": tracer.default_backend()}
+
+
+def trace(params: dict):
+    try:
+        return Raw(tracer.trace_bytes(params))
+    except tracer.JobError as e:
+        raise OpError(e.code, e.message)
+
+
+OPS = {
+    "ping": ping,
+    "trace": trace,
+}
+
+
+def _register_optional_ops():
+    """Ops owned by other modules register here if their module exists."""
+    try:
+        from . import judge  # noqa: F401 - registers judge ops into OPS if present
+        reg = getattr(judge, "register_ops", None)
+        if reg is not None:
+            reg(OPS)
+    except ImportError:
+        pass
+
+
+def handle(line: bytes) -> bytes:
+    """One request line → one response line (bytes, with newline)."""
+    rid = None
+    try:
+        req = json.loads(line)
+        if not isinstance(req, dict):
+            raise OpError("protocol", "a request must be a JSON object")
+        rid = req.get("id")
+        op = OPS.get(req.get("op"))
+        if op is None:
+            raise OpError("unknown_op", "unknown op %r (known: %s)" % (req.get("op"), ", ".join(sorted(OPS))))
+        result = op(req)
+        if isinstance(result, Raw):
+            return b'{"id":' + json.dumps(rid).encode() + b',"ok":true,"result":' + result.data + b"}\n"
+        return (json.dumps({"id": rid, "ok": True, "result": result}) + "\n").encode()
+    except OpError as e:
+        err = {"code": e.code, "message": e.message}
+    except ValueError as e:
+        err = {"code": "protocol", "message": "bad request line: %s" % e}
+    except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
+        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())}
+    return (json.dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
+
+
+def main() -> int:
+    proto = os.dup(1)
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    out = os.fdopen(proto, "wb", buffering=0)
+    _register_optional_ops()
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0
+        if not line.strip():
+            continue
+        resp = handle(line)
+        view = memoryview(resp)
+        while view:
+            n = out.write(view)
+            view = view[n:]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

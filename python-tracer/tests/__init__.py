@@ -1,0 +1,1 @@
+"""Stdlib unittest suite for the execverify package (run on Python 3.8-3.13)."""

@@ -1,0 +1,317 @@
+"""Call capture, sample extraction and the standalone re-run check (harvest's Python half)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import textwrap
+import unittest
+
+from execverify.capture import is_test_file, literal_repr
+from execverify.harvest import check_standalone
+from execverify.harvest_extract import ModuleIndex, is_stdlib_module
+
+TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_harvest(*args):
+    env = dict(os.environ, PYTHONPATH=TRACER_DIR)
+    proc = subprocess.run(
+        [sys.executable, "-m", "execverify.harvest"] + list(args),
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+    )
+    if proc.returncode != 0:
+        raise AssertionError("harvest %s failed: %s" % (args[0], proc.stderr))
+    return proc
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+class LiteralReprTest(unittest.TestCase):
+    def test_plain_literals_round_trip(self):
+        for value in [1, -2.5, "a'b\"c", b"\x00x", (1, [2, {3: None}]), {"k": (1,)}, frozenset([1]), set(), True, None]:
+            text, why = literal_repr(value)
+            self.assertIsNone(why, value)
+            self.assertEqual(text, repr(value))
+
+    def test_values_that_do_not_round_trip_are_refused_with_a_reason(self):
+        self.assertEqual(literal_repr(object())[1], "not_literal")
+        self.assertEqual(literal_repr(float("nan"))[1], "not_literal")
+        self.assertEqual(literal_repr(list(range(1000)))[1], "too_large")
+        self.assertEqual(literal_repr("x" * 5000)[1], "too_large")
+
+        class MyInt(int):
+            pass
+
+        # repr(MyInt(3)) == '3' evaluates to an int, a different type.
+        self.assertEqual(literal_repr(MyInt(3))[1], "not_literal")
+
+    def test_test_files_are_recognised(self):
+        self.assertTrue(is_test_file("test_mod.py"))
+        self.assertTrue(is_test_file("pkg/mod_test.py"))
+        self.assertTrue(is_test_file("tests/helpers.py"))
+        self.assertTrue(is_test_file("conftest.py"))
+        self.assertFalse(is_test_file("pkg/testing_utils.py"))
+        self.assertFalse(is_test_file("mod.py"))
+
+
+PROJECT = {
+    "shapes.py": '''
+        import math
+        from collections import namedtuple
+
+        SCALE = 2
+        Point = namedtuple("Point", "x y")
+
+
+        def _square(v):
+            return v * v
+
+
+        def scaled_norm(x, y):
+            """Uses a helper, a constant and a standard-library import."""
+            return round(math.sqrt(_square(x) + _square(y)) * SCALE, 6)
+
+
+        def keyword_only(a, *rest, sep="-", **extra):
+            return sep.join(str(v) for v in (a,) + rest) + str(sorted(extra))
+
+
+        def takes_object(p):
+            return p.x
+
+
+        def explode(n):
+            raise ValueError(n)
+
+
+        def count_up(n):
+            yield from range(n)
+
+
+        class Box:
+            def area(self, w, h):
+                return w * h
+
+
+        def unrelated():
+            return 42
+        ''',
+    "test_shapes.py": '''
+        import unittest
+        import shapes
+
+
+        class ShapesTest(unittest.TestCase):
+            def test_norm(self):
+                self.assertEqual(shapes.scaled_norm(3, 4), 10.0)
+                self.assertEqual(shapes.scaled_norm(3, 4), 10.0)  # a duplicate input
+
+            def test_other_calls(self):
+                self.assertEqual(shapes.keyword_only(1, 2, sep="+", z=3), "1+2['z']")
+                self.assertEqual(shapes.takes_object(shapes.Point(1, 2)), 1)
+                with self.assertRaises(ValueError):
+                    shapes.explode(3)
+                self.assertEqual(list(shapes.count_up(2)), [0, 1])
+                self.assertEqual(shapes.Box().area(2, 3), 6)
+        ''',
+}
+
+
+class CaptureProjectTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="execverify-capture-")
+        for name, text in PROJECT.items():
+            with open(os.path.join(cls.root, name), "w") as fh:
+                fh.write(textwrap.dedent(text).lstrip())
+        cls.calls_path = os.path.join(cls.root, "calls.jsonl")
+        run_harvest("capture", "--root", cls.root, "--out", cls.calls_path, "--runner", "unittest")
+        cls.lines = read_jsonl(cls.calls_path)
+        cls.calls = [c for c in cls.lines if c["kind"] == "call"]
+        cls.summary = cls.lines[-1]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def test_literal_calls_into_project_functions_are_recorded_once_with_their_result(self):
+        by_fn = {}
+        for call in self.calls:
+            by_fn.setdefault(call["function"], []).append(call)
+        self.assertEqual([c["entry"] for c in by_fn["scaled_norm"]], ["scaled_norm(3, 4)"])
+        self.assertEqual(by_fn["scaled_norm"][0]["result"], "10.0")
+        self.assertEqual(by_fn["scaled_norm"][0]["resultType"], "float")
+        self.assertEqual(by_fn["scaled_norm"][0]["test"], "test_shapes.ShapesTest.test_norm")
+        # Helpers called from project code are project calls too.
+        self.assertIn("_square(3)", [c["entry"] for c in by_fn["_square"]])
+        self.assertEqual(by_fn["keyword_only"][0]["entry"], "keyword_only(1, 2, sep='+', z=3)")
+
+    def test_unusable_calls_are_counted_by_reason(self):
+        names = {c["function"] for c in self.calls}
+        for excluded in ("takes_object", "explode", "count_up", "area", "unrelated", "test_norm"):
+            self.assertNotIn(excluded, names)
+        drops = self.summary["drops"]
+        self.assertGreaterEqual(drops.get("args_not_literal", 0), 1)
+        self.assertGreaterEqual(drops.get("raised", 0), 1)
+        self.assertGreaterEqual(drops.get("generator", 0), 1)
+        self.assertGreaterEqual(drops.get("method_or_nested", 0), 1)
+        self.assertGreaterEqual(drops.get("duplicate_call", 0), 1)
+        self.assertEqual(self.summary["runner"], "unittest")
+        self.assertEqual(self.summary["testFailures"], 0)
+
+    def test_built_samples_are_self_contained_and_reproduce(self):
+        out = os.path.join(self.root, "samples.jsonl")
+        run_harvest("build", "--root", self.root, "--calls", self.calls_path, "--out", out)
+        samples = [s for s in read_jsonl(out) if s["kind"] == "sample"]
+        norm = [s for s in samples if s["function"] == "scaled_norm"][0]
+        self.assertIn("def _square", norm["code"])
+        self.assertIn("SCALE = 2", norm["code"])
+        self.assertIn("import math", norm["code"])
+        self.assertNotIn("def unrelated", norm["code"])
+        self.assertNotIn("namedtuple", norm["code"])
+        # Run each sample in a brand-new interpreter: it needs nothing from the project.
+        for sample in samples:
+            program = sample["code"] + "\nprint(repr(%s))\n" % sample["entry"]
+            proc = subprocess.run([sys.executable, "-c", program], stdout=subprocess.PIPE, universal_newlines=True, cwd=tempfile.gettempdir())
+            self.assertEqual(proc.stdout.strip(), sample["result"], sample["entry"])
+
+
+class ExtractTest(unittest.TestCase):
+    SOURCE = textwrap.dedent(
+        '''
+        """Doc."""
+        from __future__ import annotations
+        import re
+        from . import sibling
+        import not_a_stdlib_module_xyz
+
+        LIMIT = 3
+        _pattern = re.compile(r"\\d+")
+
+        def helper(s):
+            return [int(m) for m in _pattern.findall(s)][:LIMIT]
+
+        def uses_helper(s):
+            total = 0
+            for v in helper(s):
+                total += v
+            return total
+
+        def uses_sibling():
+            return sibling.x
+
+        def uses_third_party():
+            return not_a_stdlib_module_xyz.y
+
+        def uses_nothing_known():
+            return mystery_name
+
+        try:
+            from _accel import *
+        except ImportError:
+            pass
+
+        try:
+            def fast(x):
+                return x + LIMIT
+        except NameError:
+            def fast(x):
+                return x
+
+        if __name__ == "__main__":
+            uses_helper("1 2")
+        '''
+    )
+
+    def setUp(self):
+        self.index = ModuleIndex(self.SOURCE, "mod.py")
+
+    def test_function_gets_its_transitive_dependencies_in_module_order(self):
+        code, segments, reason = self.index.extract("uses_helper")
+        self.assertIsNone(reason)
+        self.assertTrue(code.startswith("from __future__ import annotations"))
+        order = [code.index(s) for s in ("import re", "LIMIT = 3", "_pattern =", "def helper", "def uses_helper")]
+        self.assertEqual(order, sorted(order))
+        self.assertNotIn("uses_sibling", code)
+        self.assertNotIn("__main__", code)
+        ns = {}
+        exec(code, ns)
+        self.assertEqual(ns["uses_helper"]("1 22 3 4"), 26)
+        # Segments map sample lines back to the module's lines.
+        sample_lines = code.splitlines()
+        module_lines = self.SOURCE.splitlines()
+        for sample_line, module_line, count in segments:
+            for k in range(count):
+                self.assertEqual(sample_lines[sample_line - 1 + k].strip(), module_lines[module_line - 1 + k].strip())
+
+    def test_functions_needing_non_stdlib_code_are_refused_with_a_reason(self):
+        self.assertEqual(self.index.extract("uses_sibling")[2], "relative_import")
+        self.assertEqual(self.index.extract("uses_third_party")[2], "non_stdlib_import")
+        self.assertEqual(self.index.extract("uses_nothing_known")[2], "unresolved_name")
+        self.assertEqual(self.index.extract("no_such_function")[2], "function_not_found")
+
+    def test_definitions_inside_a_top_level_try_are_dedented_and_kept(self):
+        code, _, reason = self.index.extract("fast")
+        self.assertIsNone(reason)
+        ns = {}
+        exec(code, ns)
+        self.assertEqual(ns["fast"](1), 4)
+        self.assertNotIn("_accel", code)
+
+    def test_stdlib_modules_are_told_apart(self):
+        self.assertTrue(is_stdlib_module("collections.abc"))
+        self.assertTrue(is_stdlib_module("sys"))
+        self.assertFalse(is_stdlib_module("not_a_stdlib_module_xyz"))
+
+
+class StandaloneCheckTest(unittest.TestCase):
+    CODE = "def f(x):\n    while x < 0:\n        pass\n    return [x] * 2\n"
+
+    def test_reproduced_result_passes(self):
+        self.assertIsNone(check_standalone(self.CODE, "f(2)", "[2, 2]", "list"))
+
+    def test_different_result_or_type_fails(self):
+        self.assertEqual(check_standalone(self.CODE, "f(2)", "[2, 3]", "list"), "standalone_mismatch")
+        self.assertEqual(check_standalone(self.CODE, "f(2)", "[2, 2]", "tuple"), "standalone_mismatch")
+
+    def test_raising_and_looping_samples_fail(self):
+        self.assertEqual(check_standalone(self.CODE, "f(None)", "None", "NoneType"), "standalone_raised")
+        self.assertEqual(check_standalone(self.CODE, "f(-1)", "None", "NoneType", timeout_s=0.2), "standalone_timeout")
+
+
+class StdlibHarvestTest(unittest.TestCase):
+    """A project nobody here wrote: bisect and its own unittest suite, from this interpreter."""
+
+    def test_bisect_harvest_keeps_only_samples_that_rerun_standalone(self):
+        stdlib = sysconfig.get_paths()["stdlib"]
+        root = tempfile.mkdtemp(prefix="execverify-stdlib-")
+        try:
+            shutil.copy(os.path.join(stdlib, "bisect.py"), root)
+            shutil.copy(os.path.join(stdlib, "test", "test_bisect.py"), root)
+            calls = os.path.join(root, "calls.jsonl")
+            out = os.path.join(root, "samples.jsonl")
+            run_harvest("capture", "--root", root, "--out", calls, "--runner", "unittest")
+            summary = read_jsonl(calls)[-1]
+            self.assertGreater(summary["testsRun"], 10)
+            run_harvest("build", "--root", root, "--calls", calls, "--out", out)
+            samples = [s for s in read_jsonl(out) if s["kind"] == "sample"]
+            self.assertGreater(len(samples), 10)
+            self.assertTrue({"bisect_left", "bisect_right"} <= {s["function"] for s in samples})
+            for sample in samples:
+                self.assertEqual(sample["file"], "bisect.py")
+                self.assertIsNone(check_standalone(sample["code"], sample["entry"], sample["result"], sample["resultType"]))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,105 @@
+// The TypeScript side of the Python judge: typed calls to the worker ops
+// (judge, judge_batch, eval_expr, reward, reward_batch, cruxeval_score), every
+// response validated. The judging itself happens only in Python, so the
+// editor, the CLI and the trainers never disagree.
+import { z } from 'zod';
+import { RewardSchema, VerdictSchema, type GroundTruth, type JudgeOptions, type Reward, type RewardOptions, type Verdict } from './truth';
+
+/** What the judge needs from a worker pool (TracerPool satisfies it). */
+export interface WorkerRequester {
+  request(op: string, params?: Record<string, unknown>, signal?: AbortSignal, timeoutMs?: number): Promise<unknown>;
+}
+
+export type QuestionKind = 'next_line' | 'state' | 'state_any' | 'coverage' | 'output' | 'input';
+
+export interface JudgeItem {
+  kind: QuestionKind;
+  answer: string | null | undefined;
+  truth: unknown;
+  options?: JudgeOptions;
+}
+
+/** One CRUXEval sample with its generations (the official generations.json row). */
+export interface CruxevalSample {
+  code: string;
+  input: string;
+  output: string;
+  generations: string[];
+}
+
+/** The judge's answer did not have the promised shape (a version mismatch, never a user error). */
+export class JudgeProtocolError extends Error {
+  constructor(op: string, detail: string) {
+    super(`judge op '${op}' returned an unexpected result (${detail}): make sure python-tracer matches the extension version`);
+    this.name = 'JudgeProtocolError';
+  }
+}
+
+function check<S extends z.ZodTypeAny>(op: string, schema: S, raw: unknown): z.infer<S> {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new JudgeProtocolError(op, issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid');
+  }
+  return parsed.data;
+}
+
+/** Generous: a batch of sandboxed answers may take several seconds each. */
+const timeoutFor = (n: number, perItemS = 3) => 30_000 + n * (perItemS + 1) * 1000;
+
+export class JudgeClient {
+  constructor(private readonly workers: WorkerRequester) {}
+
+  async judge(item: JudgeItem, signal?: AbortSignal): Promise<Verdict> {
+    const raw = await this.workers.request('judge', { ...item }, signal, timeoutFor(1));
+    return check('judge', VerdictSchema, raw);
+  }
+
+  /** Sandboxed answers of the batch share one child process in the worker. */
+  async judgeBatch(items: JudgeItem[], options?: JudgeOptions, signal?: AbortSignal): Promise<Verdict[]> {
+    const raw = await this.workers.request('judge_batch', { items, options }, signal, timeoutFor(items.length));
+    const out = check('judge_batch', z.object({ verdicts: z.array(VerdictSchema) }), raw).verdicts;
+    if (out.length !== items.length) throw new JudgeProtocolError('judge_batch', 'verdict count differs');
+    return out;
+  }
+
+  async reward(
+    groundTruth: GroundTruth | string,
+    response: string,
+    options?: { judge?: JudgeOptions; reward?: RewardOptions },
+    signal?: AbortSignal,
+  ): Promise<Reward> {
+    const raw = await this.workers.request('reward', { ground_truth: groundTruth, response, options }, signal, timeoutFor(2));
+    return check('reward', RewardSchema, raw);
+  }
+
+  async rewardBatch(
+    items: { groundTruth: GroundTruth | string; response: string }[],
+    options?: { judge?: JudgeOptions; reward?: RewardOptions },
+    signal?: AbortSignal,
+  ): Promise<Reward[]> {
+    const raw = await this.workers.request(
+      'reward_batch',
+      { items: items.map((i) => ({ ground_truth: i.groundTruth, response: i.response })), options },
+      signal,
+      timeoutFor(items.length * 2),
+    );
+    return check('reward_batch', z.object({ scores: z.array(RewardSchema) }), raw).scores;
+  }
+
+  /** Official CRUXEval scoring of each sample's generations (one verdict per generation). */
+  async cruxevalScore(samples: CruxevalSample[], mode: 'input' | 'output', signal?: AbortSignal): Promise<Verdict[][]> {
+    const n = samples.reduce((s, x) => s + x.generations.length, 0);
+    const raw = await this.workers.request('cruxeval_score', { samples, mode }, signal, timeoutFor(n));
+    return check('cruxeval_score', z.object({ results: z.array(z.array(VerdictSchema)) }), raw).results;
+  }
+}
+
+/** Unbiased pass@k (Codex / CRUXEval): 1 − C(n−c, k) / C(n, k); 0 when k > n. */
+export function passAtK(n: number, c: number, k: number): number {
+  if (k > n) return 0;
+  if (n - c < k) return 1;
+  let prod = 1;
+  for (let i = n - c + 1; i <= n; i++) prod *= 1 - k / i;
+  return 1 - prod;
+}

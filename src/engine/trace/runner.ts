@@ -1,0 +1,405 @@
+// The TracerPool: persistent `python -m execverify.worker` processes (one per
+// core by default) that run trace jobs and other ops over JSON lines.
+import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import * as os from 'node:os';
+import { z } from 'zod';
+import { pythonTracerDir, resolvePython, workerEnv } from '../python';
+import { EntrySchema, LimitsSchema, TraceSchema, type Trace } from './schema';
+
+/** One trace job: a file (or its source text) and how to enter it. */
+export const TraceJobSchema = z.object({
+  /** The file to trace; its path is shown in the trace. Read from disk unless `source` is given. */
+  path: z.string().optional(),
+  /** The exact source to run (a snippet, an unsaved editor buffer). */
+  source: z.string().optional(),
+  entry: EntrySchema,
+  /** Working directory of the run (and sys.path root for `function` entries). */
+  cwd: z.string().optional(),
+  limits: LimitsSchema.optional(),
+  /** Force a backend (tests compare them); default: monitoring on 3.12+, settrace before. */
+  backend: z.enum(['monitoring', 'settrace']).optional(),
+  /** Let the traced program write files (off by default: traced code is untrusted). */
+  allowWrites: z.boolean().optional(),
+});
+export type TraceJob = z.input<typeof TraceJobSchema>;
+
+export type TracerErrorCode =
+  | 'python_not_found'
+  | 'worker_crashed'
+  | 'protocol'
+  | 'bad_entry'
+  | 'syntax_error'
+  | 'file_not_found'
+  | 'invalid_trace'
+  | 'cancelled'
+  | 'closed'
+  | 'timeout'
+  | 'unknown_op'
+  | 'tracer_internal'
+  | 'internal'
+  | (string & {});
+
+const HINTS: Record<string, string> = {
+  python_not_found: 'Install Python 3.8+ or point execverify.pythonPath (or EXECVERIFY_PYTHON) at an interpreter.',
+  worker_crashed: 'The tracer worker died; it is restarted for the next job. If it keeps happening, run `execverify trace` on the file to see the error.',
+  protocol: 'The worker answered something unexpected: check that execverify.pythonPath is a CPython 3.8+ interpreter.',
+  bad_entry: 'Give a call expression such as f([1, 2], 3), a script, or module:function.',
+  syntax_error: 'Fix the syntax error in the traced file, then trace again.',
+  file_not_found: 'Check the path (relative paths are resolved from the working directory).',
+  invalid_trace: 'The worker produced a trace this version cannot read: make sure python-tracer matches the extension version.',
+  cancelled: '',
+  closed: 'The tracer pool was closed; create a new one.',
+  timeout: 'The worker did not answer in time; it was restarted.',
+  unknown_op: 'The worker does not know this op: python-tracer may be older than the extension.',
+  tracer_internal: 'This is a bug in the tracer; please report it with the program that triggered it.',
+};
+
+/** Every failure of the runner, with what to do next in `hint`. */
+export class TracerError extends Error {
+  readonly code: TracerErrorCode;
+  readonly hint: string;
+  constructor(code: TracerErrorCode, message: string, hint?: string) {
+    const h = hint ?? HINTS[code] ?? '';
+    super(h ? `${message} — ${h}` : message);
+    this.name = 'TracerError';
+    this.code = code;
+    this.hint = h;
+  }
+}
+
+const ResponseSchema = z.union([
+  z.object({ id: z.union([z.string(), z.number()]).nullable(), ok: z.literal(true), result: z.unknown() }),
+  z.object({
+    id: z.union([z.string(), z.number()]).nullable(),
+    ok: z.literal(false),
+    error: z.object({ code: z.string(), message: z.string() }),
+  }),
+]);
+
+type SpawnFn = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
+
+export interface TracerPoolOptions {
+  /** Interpreter to run (already resolved, or resolved from env via resolvePython). */
+  python?: string;
+  /** Number of workers; default os.availableParallelism(). */
+  size?: number;
+  env?: NodeJS.ProcessEnv;
+  /** The python-tracer directory; default found from this file upward. */
+  tracerDir?: string;
+  /** Injected for tests. */
+  spawn?: SpawnFn;
+  /**
+   * Extra time the runner waits beyond a job's own wall limit before it
+   * declares the worker stuck and restarts it (the worker enforces limits
+   * itself; this is only a safety net).
+   */
+  graceMs?: number;
+}
+
+interface Pending {
+  id: number;
+  op: string;
+  params: Record<string, unknown>;
+  timeoutMs: number;
+  resolve: (value: unknown) => void;
+  reject: (err: TracerError) => void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  worker?: Worker;
+  timer?: NodeJS.Timeout;
+}
+
+class Worker {
+  proc: ChildProcess;
+  job: Pending | undefined;
+  dead = false;
+  private chunks: Buffer[] = [];
+  private stderrTail = '';
+
+  constructor(
+    private readonly pool: TracerPool,
+    spawn: SpawnFn,
+    python: string,
+    env: NodeJS.ProcessEnv,
+  ) {
+    // detached: the worker leads its own process group, so a cancel can kill
+    // it together with the forked child running the job.
+    this.proc = spawn(python, ['-u', '-m', 'execverify.worker'], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: process.platform !== 'win32',
+    });
+    this.proc.stdout?.on('data', (chunk: Buffer) => this.onData(chunk));
+    this.proc.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
+    });
+    this.proc.stdin?.on('error', () => {
+      /* reported through 'exit' */
+    });
+    this.proc.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'EACCES') {
+        this.die(new TracerError('python_not_found', `Python interpreter '${python}' could not be started (${err.code})`));
+      } else {
+        this.die(new TracerError('worker_crashed', `tracer worker failed: ${err.message}`));
+      }
+    });
+    this.proc.on('exit', (code, signal) => {
+      const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
+      this.die(
+        new TracerError(
+          'worker_crashed',
+          `tracer worker exited (${signal ?? `code ${code}`})${tail ? `: ${tail}` : ''}`,
+        ),
+      );
+    });
+    this.setRef(false);
+  }
+
+  send(job: Pending): void {
+    this.job = job;
+    job.worker = this;
+    this.setRef(true);
+    const line = JSON.stringify({ ...job.params, id: job.id, op: job.op }) + '\n';
+    this.proc.stdin?.write(line);
+    job.timer = setTimeout(() => {
+      this.kill();
+      this.die(new TracerError('timeout', `the worker did not answer '${job.op}' within ${job.timeoutMs} ms`));
+    }, job.timeoutMs);
+  }
+
+  /** Kills the worker and the job's child (the whole process group). */
+  kill(): void {
+    if (this.dead) return;
+    const pid = this.proc.pid;
+    try {
+      if (pid !== undefined && process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
+      else this.proc.kill('SIGKILL');
+    } catch {
+      this.proc.kill('SIGKILL');
+    }
+  }
+
+  private setRef(on: boolean): void {
+    // An idle pool must not keep the process alive; a busy one must.
+    const streams = [this.proc.stdout, this.proc.stderr, this.proc.stdin] as unknown as Array<
+      { ref?: () => void; unref?: () => void } | null
+    >;
+    if (on) {
+      this.proc.ref();
+      for (const s of streams) s?.ref?.();
+    } else {
+      this.proc.unref();
+      for (const s of streams) s?.unref?.();
+    }
+  }
+
+  private onData(chunk: Buffer): void {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) {
+        if (start < chunk.length) this.chunks.push(chunk.subarray(start));
+        return;
+      }
+      this.chunks.push(chunk.subarray(start, nl));
+      const line = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+      this.chunks = [];
+      start = nl + 1;
+      this.onLine(line);
+    }
+  }
+
+  private onLine(line: Buffer): void {
+    const job = this.job;
+    if (!job) return; // a late answer to a cancelled job: ignore
+    let parsed: z.infer<typeof ResponseSchema>;
+    try {
+      parsed = ResponseSchema.parse(JSON.parse(line.toString('utf8')));
+    } catch (err) {
+      this.finish(job);
+      this.kill();
+      job.reject(new TracerError('protocol', `unreadable answer from the worker: ${(err as Error).message.slice(0, 200)}`));
+      return;
+    }
+    if (parsed.id !== job.id) return;
+    this.finish(job);
+    if (parsed.ok) job.resolve(parsed.result);
+    else job.reject(new TracerError(parsed.error.code, parsed.error.message));
+    this.pool.workerIdle(this);
+  }
+
+  private finish(job: Pending): void {
+    if (job.timer) clearTimeout(job.timer);
+    if (job.signal && job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
+    this.job = undefined;
+    this.setRef(false);
+  }
+
+  die(err: TracerError): void {
+    if (this.dead) return;
+    this.dead = true;
+    const job = this.job;
+    if (job) {
+      this.finish(job);
+      job.reject(err);
+    }
+    this.pool.workerDied(this, err);
+  }
+}
+
+/**
+ * Persistent tracer workers. Jobs queue FIFO; each idle worker takes the next.
+ * Workers start lazily, are restarted when they die, and are killed (with the
+ * job's child process) when a job is cancelled through its AbortSignal.
+ */
+export class TracerPool {
+  readonly size: number;
+  private readonly python: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly spawn: SpawnFn;
+  private readonly graceMs: number;
+  private readonly tracerDir: string | undefined;
+  private workers: Worker[] = [];
+  private idle: Worker[] = [];
+  private queue: Pending[] = [];
+  private nextId = 1;
+  private closed = false;
+  private startFailure: TracerError | undefined;
+
+  constructor(options: TracerPoolOptions = {}) {
+    const env = options.env ?? process.env;
+    this.python = options.python ?? resolvePython(undefined, env);
+    this.size = Math.max(1, options.size ?? os.availableParallelism());
+    this.spawn = options.spawn ?? (nodeSpawn as SpawnFn);
+    this.graceMs = options.graceMs ?? 10_000;
+    this.tracerDir = options.tracerDir;
+    this.env = env;
+  }
+
+  /** Traces one job; the Trace is validated against TraceSchema. */
+  async trace(job: TraceJob, signal?: AbortSignal): Promise<Trace> {
+    const parsed = TraceJobSchema.safeParse(job);
+    if (!parsed.success) {
+      throw new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    const wall = parsed.data.limits?.wallTimeMs ?? 10_000;
+    const raw = await this.request('trace', parsed.data as Record<string, unknown>, signal, wall + this.graceMs);
+    const trace = TraceSchema.safeParse(raw);
+    if (!trace.success) {
+      const issue = trace.error.issues[0];
+      throw new TracerError('invalid_trace', `the trace does not match ${'execverify.trace/1'}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}`);
+    }
+    return trace.data;
+  }
+
+  /** Sends any op to a worker (e.g. the judge's ops); the result is unvalidated. */
+  request(op: string, params: Record<string, unknown> = {}, signal?: AbortSignal, timeoutMs = 60_000): Promise<unknown> {
+    if (this.closed) return Promise.reject(new TracerError('closed', 'the tracer pool is closed'));
+    if (signal?.aborted) return Promise.reject(new TracerError('cancelled', `'${op}' was cancelled`));
+    return new Promise<unknown>((resolve, reject) => {
+      const job: Pending = { id: this.nextId++, op, params, timeoutMs, resolve, reject, signal };
+      if (signal) {
+        job.onAbort = () => this.cancel(job);
+        signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.pump();
+    });
+  }
+
+  /** Stops every worker; queued and running jobs fail with 'closed'. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const err = new TracerError('closed', 'the tracer pool was closed');
+    for (const job of this.queue.splice(0)) job.reject(err);
+    const exits = this.workers.map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          if (w.dead || w.proc.exitCode !== null) return resolve();
+          w.proc.once('exit', () => resolve());
+          w.proc.ref(); // keep the process alive until the worker is gone
+          if (w.job) w.kill();
+          else w.proc.stdin?.end();
+          setTimeout(() => {
+            w.kill();
+            resolve();
+          }, 2000).unref();
+        }),
+    );
+    await Promise.all(exits);
+  }
+
+  /** Number of running worker processes (for tests and status displays). */
+  get running(): number {
+    return this.workers.filter((w) => !w.dead).length;
+  }
+
+  private cancel(job: Pending): void {
+    const i = this.queue.indexOf(job);
+    if (i >= 0) {
+      this.queue.splice(i, 1);
+      job.reject(new TracerError('cancelled', `'${job.op}' was cancelled`));
+      return;
+    }
+    const w = job.worker;
+    if (w && w.job === job) {
+      // The worker is busy with this job: stop it (and the job's child).
+      w.die(new TracerError('cancelled', `'${job.op}' was cancelled`));
+      w.kill();
+    }
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let w = this.idle.pop();
+      if (!w) {
+        if (this.workers.length >= this.size) return;
+        if (this.startFailure) {
+          const err = this.startFailure;
+          for (const job of this.queue.splice(0)) job.reject(err);
+          return;
+        }
+        w = this.startWorker();
+        if (!w) return;
+      }
+      const job = this.queue.shift()!;
+      w.send(job);
+    }
+  }
+
+  private startWorker(): Worker | undefined {
+    let dir: string;
+    try {
+      dir = this.tracerDir ?? pythonTracerDir();
+    } catch (err) {
+      this.startFailure = new TracerError('python_not_found', (err as Error).message, '');
+      this.pump();
+      return undefined;
+    }
+    const w = new Worker(this, this.spawn, this.python, workerEnv(this.env, dir));
+    this.workers.push(w);
+    return w;
+  }
+
+  /** @internal */
+  workerIdle(w: Worker): void {
+    if (this.closed || w.dead) return;
+    this.idle.push(w);
+    this.pump();
+  }
+
+  /** @internal */
+  workerDied(w: Worker, err: TracerError): void {
+    this.workers = this.workers.filter((x) => x !== w);
+    this.idle = this.idle.filter((x) => x !== w);
+    if (w.proc.exitCode === null && w.proc.signalCode === null) w.kill();
+    // A missing interpreter will not appear by retrying: fail what is queued.
+    if (err.code === 'python_not_found') {
+      this.startFailure = err;
+      for (const job of this.queue.splice(0)) job.reject(err);
+      return;
+    }
+    if (!this.closed) this.pump();
+  }
+}

@@ -1,0 +1,76 @@
+// Starts the engine server (dist/server.js) through vscode-languageclient and
+// gives the rest of the extension an EngineClient over it. The API key reaches
+// the server in its environment at start, never in a protocol message.
+import * as vscode from 'vscode';
+import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import type { ZodType } from 'zod';
+import { EngineRequestError, initializationOptions, serverEnvironment, toEngineError, type EngineClient } from './engine-client';
+import type { Log } from './log';
+import type { ApiKeyStore } from './secrets';
+
+export function registerLanguageClient(
+  context: vscode.ExtensionContext,
+  deps: { log: Log; secrets: ApiKeyStore; outputChannel: vscode.OutputChannel },
+): EngineClient {
+  const module = context.asAbsolutePath('dist/server.js');
+  const run = { module, transport: TransportKind.stdio, options: { env: serverEnvironment(undefined) } };
+  const serverOptions: ServerOptions = { run, debug: run };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ language: 'python' }],
+    synchronize: { configurationSection: 'execverify' },
+    outputChannel: deps.outputChannel,
+    initializationOptions: () => initializationOptions(vscode.workspace.isTrusted),
+    // The server keeps working on other files when one request fails; never pop up LSP internals.
+    initializationFailedHandler: (error) => {
+      deps.log(`The ExecVerify engine could not start: ${String(error)}`);
+      return false;
+    },
+  };
+  const client = new LanguageClient('execverify', 'ExecVerify engine', serverOptions, clientOptions);
+  const starting = (async () => {
+    run.options.env = serverEnvironment(await deps.secrets.get());
+    await client.start();
+  })().catch((e) => {
+    deps.log(`The ExecVerify engine did not start: ${e instanceof Error ? e.message : String(e)}`);
+    void vscode.window.showErrorMessage('ExecVerify: the engine did not start. See Output › ExecVerify for why.', 'Show Log').then((choice) => {
+      if (choice) deps.outputChannel.show();
+    });
+  });
+
+  context.subscriptions.push(
+    { dispose: () => void client.stop().catch(() => {}) },
+    // A new key means a new environment: restart the server with it.
+    deps.secrets.onDidChange(async () => {
+      await starting;
+      run.options.env = serverEnvironment(await deps.secrets.get());
+      deps.log('API key changed: restarting the engine');
+      await client.restart().catch((e) => deps.log(`restart failed: ${String(e)}`));
+    }),
+  );
+
+  return {
+    async request<T>(method: string, params: unknown, schema: ZodType<T>, token?: vscode.CancellationToken): Promise<T> {
+      await starting;
+      if (client.state !== State.Running) throw new EngineRequestError('internal', 'The ExecVerify engine is not running. See Output › ExecVerify, or run "Developer: Reload Window".');
+      let raw: unknown;
+      try {
+        raw = token ? await client.sendRequest(method, params, token) : await client.sendRequest(method, params);
+      } catch (e) {
+        throw toEngineError(e);
+      }
+      const parsed = schema.safeParse(raw);
+      if (!parsed.success) throw new EngineRequestError('internal', `The engine answered ${method} with an unexpected shape (${parsed.error.issues[0]?.message ?? 'invalid'}).`);
+      return parsed.data;
+    },
+    notify(method, params) {
+      void starting.then(() => {
+        if (client.state === State.Running) void client.sendNotification(method, params);
+      });
+    },
+    onNotification(method, handler) {
+      // Handlers registered before start are kept by the client across restarts.
+      return client.onNotification(method, handler);
+    },
+    isRunning: () => client.state === State.Running,
+  };
+}

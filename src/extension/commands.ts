@@ -1,0 +1,267 @@
+// The ExecVerify commands: Trace…, Verify whole call, Predict next step, Show
+// verdict now, the panel, Add to dataset, Export…. Each one validates what it
+// gets, asks the engine server, and reports failures with what to do next.
+import * as vscode from 'vscode';
+import { findFunctions } from '../server/functions';
+import {
+  AddSampleResultSchema,
+  ExportResultSchema,
+  InputsResultSchema,
+  Methods,
+  NoticeSchema,
+  PredictionSchema,
+  StepVerdictSchema,
+  TraceResultSchema,
+  VerificationSchema,
+  type InputCandidate,
+  type Prediction,
+  type StepVerdict,
+  type Verification,
+} from '../server/protocol';
+import { toEngineError, type EngineClient } from './engine-client';
+import type { Log } from './log';
+import type { PanelHost } from './panel';
+import type { ReplayBridge } from './replay';
+import { DEBUG_TYPE } from './replay';
+import type { StatusBarView } from './statusbar';
+import type { TrustGate } from './trust';
+
+export interface CommandDeps {
+  client: EngineClient;
+  trust: TrustGate;
+  panel: PanelHost;
+  status: StatusBarView;
+  replay: Pick<ReplayBridge, 'current'>;
+  log: Log;
+}
+
+const ENTRY_SHAPE = /^\s*[A-Za-z_][A-Za-z0-9_.]*\s*\(.*\)\s*$/s;
+
+/** Shows an engine failure with the action that fixes it; cancellations stay silent. */
+export async function showEngineError(e: unknown, log: Log): Promise<void> {
+  const err = toEngineError(e);
+  if (err.code === 'cancelled') return;
+  log(`${err.code}: ${err.message}`);
+  const w = vscode.window;
+  switch (err.code) {
+    case 'no_python': {
+      const c = await w.showErrorMessage(`ExecVerify: ${err.message}`, 'Set Python Path');
+      if (c) await vscode.commands.executeCommand('workbench.action.openSettings', 'execverify.pythonPath');
+      return;
+    }
+    case 'endpoint_down': {
+      const c = await w.showWarningMessage(`ExecVerify: ${err.message}`, 'Open Settings', 'Set API Key');
+      if (c === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'execverify');
+      if (c === 'Set API Key') await vscode.commands.executeCommand('execverify.setApiKey');
+      return;
+    }
+    case 'untrusted': {
+      const c = await w.showWarningMessage(`ExecVerify: ${err.message}`, 'Manage Workspace Trust');
+      if (c) await vscode.commands.executeCommand('workbench.trust.manage');
+      return;
+    }
+    case 'internal': {
+      const c = await w.showErrorMessage(`ExecVerify: ${err.message}`, 'Show Log');
+      if (c) await vscode.commands.executeCommand('execverify.showLog');
+      return;
+    }
+    default:
+      await w.showErrorMessage(`ExecVerify: ${err.message}`);
+  }
+}
+
+/** The top-level function around the cursor of the active Python editor. */
+function functionAtCursor(): { uri: string; fn: string } | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== 'python') return undefined;
+  const line = editor.selection.active.line + 1;
+  let name: string | undefined;
+  for (const f of findFunctions(editor.document.getText())) {
+    if (f.line > line) break;
+    if (f.topLevel) name = f.name;
+  }
+  return name ? { uri: editor.document.uri.toString(), fn: name } : undefined;
+}
+
+/**
+ * Asks for the input of a call to `fn`: the last run, earlier inputs, calls
+ * found in the workspace's tests, or a call typed by the user.
+ */
+export async function pickEntry(client: EngineClient, uri: string, fn: string): Promise<string | undefined> {
+  let candidates: InputCandidate[] = [];
+  try {
+    candidates = await client.request(Methods.inputs, { uri, function: fn }, InputsResultSchema);
+  } catch {
+    // No candidates is fine: the user can still type a call.
+  }
+  const TYPE = '$(edit) Enter a call…';
+  type Item = vscode.QuickPickItem & { entry?: string };
+  const icon = { lastRun: '$(history)', history: '$(history)', test: '$(beaker)' } as const;
+  const items: Item[] = [
+    { label: TYPE, detail: `e.g. ${fn}(…) with literal arguments` },
+    ...candidates.map((c) => ({ label: `${icon[c.source]} ${c.entry}`, description: c.detail, entry: c.entry })),
+  ];
+  let entry: string | undefined;
+  if (candidates.length > 0) {
+    const choice = await vscode.window.showQuickPick(items, { title: `ExecVerify: input for ${fn}`, placeHolder: 'Pick an input from the last run, your history or the tests, or type one' });
+    if (!choice) return undefined;
+    entry = choice.entry;
+  }
+  if (entry === undefined) {
+    entry = await vscode.window.showInputBox({
+      title: `ExecVerify: call ${fn} with…`,
+      value: `${fn}()`,
+      valueSelection: [fn.length + 1, fn.length + 1],
+      prompt: 'A call expression evaluated in the module, e.g. f([3, 1, 2], key=None)',
+      validateInput: (v) => (ENTRY_SHAPE.test(v) ? undefined : `Enter a call such as ${fn}(1, 2)`),
+    });
+  }
+  return entry?.trim() || undefined;
+}
+
+export function registerCommands(context: vscode.ExtensionContext, deps: CommandDeps): void {
+  const { client, log } = deps;
+  const lastVerification = new Map<string, Verification>();
+  let lastPrediction: Prediction | undefined;
+
+  const guarded =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R | undefined> => {
+      try {
+        return await fn(...args);
+      } catch (e) {
+        await showEngineError(e, log);
+        return undefined;
+      }
+    };
+
+  const resolveTarget = (uri?: unknown, fn?: unknown) => {
+    if (typeof uri === 'string' && typeof fn === 'string') return { uri, fn };
+    return functionAtCursor();
+  };
+
+  const trace = guarded(async (uri?: unknown, fn?: unknown, entryArg?: unknown) => {
+    if (!(await deps.trust.require('trace this call'))) return undefined;
+    const target = resolveTarget(uri, fn);
+    if (!target) return void vscode.window.showInformationMessage('ExecVerify: put the cursor in a top-level Python function, or use the “Trace…” CodeLens above it.');
+    const entry = typeof entryArg === 'string' ? entryArg : await pickEntry(client, target.uri, target.fn);
+    if (!entry) return undefined;
+    const file = vscode.Uri.parse(target.uri);
+    const folder = vscode.workspace.getWorkspaceFolder(file);
+    const started = await vscode.debug.startDebugging(folder, {
+      type: DEBUG_TYPE,
+      request: 'launch',
+      name: `ExecVerify: ${entry}`,
+      program: file.fsPath,
+      entry,
+      stopOnEntry: true,
+    });
+    if (!started) log(`the replay session for ${entry} did not start`);
+    return started;
+  });
+
+  const verifyCall = guarded(async (uri?: unknown, fn?: unknown, entryArg?: unknown): Promise<Verification | undefined> => {
+    if (!(await deps.trust.require('verify this call'))) return undefined;
+    const target = resolveTarget(uri, fn);
+    if (!target) return void vscode.window.showInformationMessage('ExecVerify: put the cursor in a top-level Python function, or use the “Verify whole call” CodeLens above it.');
+    const entry = typeof entryArg === 'string' ? entryArg : await pickEntry(client, target.uri, target.fn);
+    if (!entry) return undefined;
+    const run = await client.request(Methods.trace, { uri: target.uri, entry }, TraceResultSchema);
+    const verification = await client.request(Methods.verify, { runId: run.runId }, VerificationSchema);
+    lastVerification.set(run.runId, verification);
+    deps.status.showRewards(verification);
+    await deps.panel.show(run.runId);
+    if (verification.problems.length > 0) {
+      void vscode.window.showWarningMessage(`ExecVerify: the answer had problems (scored as wrong): ${verification.problems.slice(0, 3).join('; ')}`);
+    }
+    return verification;
+  });
+
+  const predictNextStep = guarded(async (runIdArg?: unknown, stepArg?: unknown): Promise<Prediction | undefined> => {
+    const stop = typeof runIdArg === 'string' && typeof stepArg === 'number' ? { runId: runIdArg, step: stepArg } : deps.replay.current();
+    if (!stop) return void vscode.window.showInformationMessage('ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.');
+    const prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
+    lastPrediction = prediction;
+    if (prediction.problems.length > 0) {
+      void vscode.window.showWarningMessage(`ExecVerify: the model's answer had problems: ${prediction.problems.slice(0, 3).join('; ')}`);
+    }
+    void deps.panel.refresh(prediction.runId);
+    return prediction;
+  });
+
+  const revealVerdict = guarded(async (predictionId?: unknown): Promise<StepVerdict | undefined> => {
+    const id = typeof predictionId === 'string' ? predictionId : lastPrediction?.id;
+    if (!id) return void vscode.window.showInformationMessage('ExecVerify: nothing to reveal yet: use “Predict next step” first.');
+    const verdict = await client.request(Methods.reveal, { predictionId: id }, StepVerdictSchema);
+    void deps.panel.refresh(verdict.runId);
+    return verdict;
+  });
+
+  const openPanel = guarded(async (runIdArg?: unknown) => {
+    const runId = typeof runIdArg === 'string' ? runIdArg : (deps.replay.current()?.runId ?? deps.panel.currentRunId() ?? [...lastVerification.keys()].at(-1));
+    if (!runId) return void vscode.window.showInformationMessage('ExecVerify: trace or verify a call first; the panel shows that run.');
+    await deps.panel.show(runId);
+    return true;
+  });
+
+  const addSample = guarded(async (runIdArg?: unknown) => {
+    const runId = typeof runIdArg === 'string' ? runIdArg : (deps.panel.currentRunId() ?? deps.replay.current()?.runId);
+    if (!runId) return void vscode.window.showInformationMessage('ExecVerify: trace or verify a call first, then add it to the dataset.');
+    const verification = lastVerification.get(runId);
+    const result = await client.request(Methods.addSample, verification ? { verificationId: verification.id } : { runId }, AddSampleResultSchema);
+    void vscode.window.showInformationMessage(result.added ? `ExecVerify: sample ${result.id.slice(0, 12)} added to ${result.store}.` : `ExecVerify: this sample is already in ${result.store}.`);
+    return result;
+  });
+
+  const exportSamples = guarded(async (formatArg?: unknown, outArg?: unknown) => {
+    const formats = ['verl', 'trl', 'openrlhf', 'sharegpt', 'cwm'] as const;
+    const format =
+      typeof formatArg === 'string' && (formats as readonly string[]).includes(formatArg)
+        ? (formatArg as (typeof formats)[number])
+        : ((await vscode.window.showQuickPick(
+            [
+              { label: 'verl', description: 'Parquet for verl (prompt, reward_model, extra_info)' },
+              { label: 'trl', description: 'TRL GRPOTrainer dataset' },
+              { label: 'openrlhf', description: 'OpenRLHF JSONL' },
+              { label: 'sharegpt', description: 'SFT, verified answers only (LLaMA-Factory ShareGPT)' },
+              { label: 'cwm', description: 'trace frames for world-model training' },
+            ],
+            { title: 'ExecVerify: export the sample store as…' },
+          ))?.label as (typeof formats)[number] | undefined);
+    if (!format) return undefined;
+    let out = typeof outArg === 'string' ? outArg : undefined;
+    if (!out) {
+      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+      const ext = format === 'verl' ? 'parquet' : 'jsonl';
+      const picked = await vscode.window.showSaveDialog({
+        title: `Export ${format}`,
+        defaultUri: folder ? vscode.Uri.joinPath(folder, `execverify-${format}.${ext}`) : undefined,
+      });
+      if (!picked) return undefined;
+      out = picked.fsPath;
+    }
+    const result = await client.request(Methods.export, { format, out }, ExportResultSchema);
+    void vscode.window.showInformationMessage(`ExecVerify: exported ${result.records} records to ${result.out}.`);
+    return result;
+  });
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand('execverify.trace', trace),
+    vscode.commands.registerCommand('execverify.verifyCall', verifyCall),
+    vscode.commands.registerCommand('execverify.predictNextStep', predictNextStep),
+    vscode.commands.registerCommand('execverify.revealVerdict', revealVerdict),
+    vscode.commands.registerCommand('execverify.openPanel', openPanel),
+    vscode.commands.registerCommand('execverify.addSample', addSample),
+    vscode.commands.registerCommand('execverify.export', exportSamples),
+    vscode.commands.registerCommand('execverify.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', 'execverify')),
+    client.onNotification(Methods.notice, (raw) => {
+      const n = NoticeSchema.safeParse(raw);
+      if (!n.success) return;
+      const say = n.data.severity === 'error' ? vscode.window.showErrorMessage : n.data.severity === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+      const action = n.data.action;
+      void Promise.resolve(action ? say(`ExecVerify: ${n.data.message}`, 'Fix…') : say(`ExecVerify: ${n.data.message}`)).then((c) => {
+        if (c && action) void vscode.commands.executeCommand(action);
+      });
+    }),
+  );
+}

@@ -1,0 +1,153 @@
+// Follows the replay debugger: records runs through the engine server (so
+// the server owns every trace a session replays), tells the server where the
+// session stands (CodeLens "Predict next step", verdicts on stepping), and
+// keeps the panel's selected row and the debugger's step in sync.
+import { promises as fs } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import { Event } from '@vscode/debugadapter';
+import type { Recorder, RecordResult, ReplayDebugSession } from '../adapter/replayDebugSession';
+import type { RecordRequest } from '../adapter/launchConfig';
+import { TraceSchema, type Trace } from '../engine/trace/schema';
+import { Methods, TraceResultSchema, type StepChanged } from '../server/protocol';
+import type { EngineClient } from './engine-client';
+import type { Log } from './log';
+import type { PanelHost } from './panel';
+
+export const DEBUG_TYPE = 'execverify';
+/** Sent by onTrace through the adapter itself, so the run id reaches the vscode.DebugSession before any stop. */
+const RUN_EVENT = 'execverify/run';
+const STEP_EVENT = 'execverify/step';
+
+/** The part of the debugger's `execverify/step` event body the editor uses. */
+const StepEventSchema = z.object({ stepIndex: z.number().int().nonnegative(), line: z.number().int().optional(), file: z.string().optional() });
+
+export interface Stop {
+  sessionId: string;
+  runId: string;
+  step: number;
+  uri: string | undefined;
+  line: number | undefined;
+}
+
+export interface ReplayBridge {
+  recorder: Recorder;
+  onTrace(trace: Trace, session: ReplayDebugSession): void;
+  /** Where the active replay session stands, if it has stopped on a step of a known run. */
+  current(): Stop | undefined;
+  /** Moves the replay session of `runId` to `step`. */
+  jumpTo(runId: string, step: number): Promise<boolean>;
+}
+
+export function registerReplayBridge(context: vscode.ExtensionContext, deps: { client: EngineClient; panel: PanelHost; log: Log }): ReplayBridge {
+  const recorded = new WeakMap<Trace, string>();
+  const runOfSession = new Map<string, string>();
+  const pendingStep = new Map<string, { step: number; uri: string | undefined; line: number | undefined }>();
+  const stops = new Map<string, Stop>();
+
+  const tellServer = (sessionId: string, step: number, uri: string | undefined, line: number | undefined) => {
+    const runId = runOfSession.get(sessionId);
+    if (!runId) {
+      pendingStep.set(sessionId, { step, uri, line });
+      return;
+    }
+    stops.set(sessionId, { sessionId, runId, step, uri, line });
+    const message: StepChanged = { runId, step, uri, line };
+    deps.client.notify(Methods.stepChanged, message);
+    deps.panel.selectStep(runId, step);
+    void deps.panel.refresh(runId);
+  };
+
+  const recorder: Recorder = {
+    async record(request: RecordRequest, signal: AbortSignal): Promise<RecordResult> {
+      const tokenSource = new vscode.CancellationTokenSource();
+      signal.addEventListener('abort', () => tokenSource.cancel());
+      try {
+        const result = await deps.client.request(
+          Methods.trace,
+          {
+            uri: pathToFileURL(request.program).href,
+            ...(request.entry.kind === 'call' ? { entry: request.entry.expr } : { args: request.entry.kind === 'script' ? request.entry.args : [] }),
+            cwd: request.cwd,
+            env: request.env,
+            python: request.python,
+            limits: request.limits,
+            wantFile: true,
+          },
+          TraceResultSchema,
+          tokenSource.token,
+        );
+        if (!result.traceFile) return { ok: false, message: 'The engine did not return the recorded trace.' };
+        const trace = TraceSchema.parse(JSON.parse(await fs.readFile(result.traceFile, 'utf8')));
+        recorded.set(trace, result.runId);
+        return { ok: true, trace };
+      } catch (e) {
+        return { ok: false, message: e instanceof Error ? e.message : String(e) };
+      } finally {
+        tokenSource.dispose();
+      }
+    },
+  };
+
+  const bridge: ReplayBridge = {
+    recorder,
+    onTrace(trace, session) {
+      const known = recorded.get(trace);
+      const announce = (runId: string) => session.sendEvent(new Event(RUN_EVENT, { runId }));
+      if (known) return announce(known);
+      // A trace the server has not seen (a "traceFile" launch): register it so predictions can refer to it.
+      const first = trace.files[0]?.path ?? 'trace';
+      void deps.client
+        .request(Methods.adopt, { uri: pathToFileURL(first).href, trace }, TraceResultSchema)
+        .then((r) => announce(r.runId))
+        .catch((e) => deps.log(`could not register the replayed trace: ${e instanceof Error ? e.message : String(e)}`));
+    },
+    current() {
+      const active = vscode.debug.activeDebugSession;
+      return active ? stops.get(active.id) : [...stops.values()].at(-1);
+    },
+    async jumpTo(runId, step) {
+      for (const [sessionId, id] of runOfSession) {
+        if (id !== runId) continue;
+        const session = vscode.debug.activeDebugSession?.id === sessionId ? vscode.debug.activeDebugSession : undefined;
+        if (!session) continue;
+        try {
+          await session.customRequest('execverify/jumpToStep', { stepIndex: step });
+          return true;
+        } catch (e) {
+          deps.log(`jumpToStep failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      return false;
+    },
+  };
+
+  context.subscriptions.push(
+    vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
+      if (e.session.type !== DEBUG_TYPE) return;
+      if (e.event === RUN_EVENT) {
+        const runId = (e.body as { runId?: unknown } | undefined)?.runId;
+        if (typeof runId !== 'string') return;
+        runOfSession.set(e.session.id, runId);
+        const pending = pendingStep.get(e.session.id);
+        pendingStep.delete(e.session.id);
+        if (pending) tellServer(e.session.id, pending.step, pending.uri, pending.line);
+      } else if (e.event === STEP_EVENT) {
+        const body = StepEventSchema.safeParse(e.body);
+        if (!body.success) return deps.log(`ignored a malformed ${STEP_EVENT} event`);
+        const { stepIndex, file, line } = body.data;
+        tellServer(e.session.id, stepIndex, file ? pathToFileURL(file).href : undefined, line);
+      }
+    }),
+    vscode.debug.onDidTerminateDebugSession((session) => {
+      const runId = runOfSession.get(session.id);
+      runOfSession.delete(session.id);
+      pendingStep.delete(session.id);
+      stops.delete(session.id);
+      if (runId) deps.client.notify(Methods.stepChanged, { runId, step: 0, ended: true } satisfies StepChanged);
+    }),
+    deps.panel.onDidSelectStep(({ runId, step }) => void bridge.jumpTo(runId, step)),
+  );
+  return bridge;
+}

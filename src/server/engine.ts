@@ -1,0 +1,96 @@
+// The engine as the server sees it: one small interface over the tracer, the
+// question generator, the model client, the judge and the sample store, so the
+// server's behaviour (caching, inline results, progress, cancellation, errors)
+// is testable with a scripted engine and runs unchanged on the real one.
+import type { Entry, Limits, Trace } from '../engine/trace/schema';
+import type {
+  Answerer,
+  ErrorCode,
+  ExportParams,
+  ExportResult,
+  Health,
+  QuestionVerdict,
+  Rewards,
+  Settings,
+  ShownValue,
+  Usage,
+} from './protocol';
+
+/** What a model call needs: the settings and the key (the key never leaves this object). */
+export interface ModelAccess {
+  settings: Settings;
+  apiKey: string | undefined;
+}
+
+export interface TraceRequest {
+  /** Absolute path of the file that holds the code. */
+  file: string;
+  /** The source as the editor holds it (it may be unsaved). */
+  source: string;
+  entry: Entry;
+  cwd: string | undefined;
+  env: Record<string, string> | undefined;
+  /** Interpreter for this run; undefined: settings.pythonPath or PATH. */
+  python: string | undefined;
+  /** Per-run limits over the settings' limits. */
+  limits: Limits | undefined;
+  settings: Settings;
+}
+
+export interface StepPredictionResult {
+  nextLine: number | null;
+  values: Record<string, ShownValue>;
+  answerer: Answerer;
+  usage: Usage;
+  problems: string[];
+}
+
+export interface StepJudgement {
+  actualNextLine: number;
+  actualValues: Record<string, ShownValue>;
+  questions: QuestionVerdict[];
+}
+
+export interface CallVerificationResult {
+  template: string;
+  questions: QuestionVerdict[];
+  rewards: Rewards;
+  answerer: Answerer;
+  usage: Usage;
+  problems: string[];
+  /** Opaque material the sample store needs to write the record (questions, prompt, answers). */
+  sample: unknown;
+}
+
+export interface SampleInput {
+  trace: Trace;
+  file: string;
+  entry: string;
+  /** From a whole-call verification, when there was one. */
+  verification: CallVerificationResult | undefined;
+  settings: Settings;
+  storeDir: string;
+}
+
+export interface Engine {
+  trace(request: TraceRequest, signal: AbortSignal): Promise<Trace>;
+  /** The next-line and state questions at `step`, answered by the model (or the baseline). */
+  predictStep(trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult>;
+  judgeStep(trace: Trace, step: number, prediction: StepPredictionResult, signal: AbortSignal): Promise<StepJudgement>;
+  verifyCall(trace: Trace, access: ModelAccess, signal: AbortSignal): Promise<CallVerificationResult>;
+  addSample(input: SampleInput): Promise<{ id: string; added: boolean }>;
+  exportSamples(storeDir: string, params: ExportParams, settings: Settings): Promise<ExportResult>;
+  health(access: ModelAccess, signal: AbortSignal): Promise<Health>;
+  close(): Promise<void>;
+}
+
+/** An engine failure the user can act on: `message` says what happened and what to do next. */
+export class EngineError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}

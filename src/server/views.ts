@@ -1,0 +1,147 @@
+// What the editor draws from the server's memory: inline results for a
+// document (predictions, verdicts, whole-call question verdicts) and the rows
+// of the trace-vs-prediction panel. Pure functions of the RunStore.
+import type { Trace } from '../engine/trace/schema';
+import type { InlineItem, PanelData, PanelRow, ShownValue } from './protocol';
+import { summarize, type PredictionRecord, type Run, type RunStore } from './runs';
+
+const MAX_SHOWN = 60;
+
+function clip(s: string, max = MAX_SHOWN): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}
+
+function valuesText(values: Record<string, ShownValue>): string {
+  return Object.entries(values)
+    .map(([name, v]) => `${name} = ${clip(v.value, 30)}`)
+    .join(', ');
+}
+
+/** Inline results for one document, in line order. */
+export function inlineItems(store: RunStore, uri: string): InlineItem[] {
+  const items: InlineItem[] = [];
+  const verification = store.latestVerification((v) => v.uri === uri);
+  if (verification) {
+    const byLine = new Map<number, typeof verification.verification.questions>();
+    for (const q of verification.verification.questions) {
+      if (q.line < 1) continue;
+      const list = byLine.get(q.line) ?? [];
+      list.push(q);
+      byLine.set(q.line, list);
+    }
+    for (const [line, qs] of byLine) {
+      const ok = qs.every((q) => q.ok);
+      const text = qs
+        .map((q) => (q.ok ? `✓ ${q.label}: ${clip(q.actual, 30)}` : `✗ ${q.label}: ${clip(q.predicted, 30)} (real ${clip(q.actual, 30)})`))
+        .join('  ');
+      items.push({ line, kind: 'question', text, ok, hover: qs.map((q) => `${q.ok ? '✓' : '✗'} ${q.label}\n  predicted: ${q.predicted}\n  actual: ${q.actual}`).join('\n') });
+    }
+  }
+  const latest = store.latestPrediction(uri);
+  if (latest) items.push(...predictionItems(latest));
+  return items.sort((a, b) => a.line - b.line);
+}
+
+function predictionItems(record: PredictionRecord): InlineItem[] {
+  const { prediction, verdict } = record;
+  const who = prediction.answerer.kind === 'baseline' ? 'baseline' : prediction.answerer.name || 'model';
+  if (verdict) {
+    const parts: string[] = [];
+    const next = verdict.questions.find((q) => q.kind === 'next_line');
+    if (next) parts.push(next.ok ? `✓ next line ${next.actual}` : `✗ next line ${next.actual} (predicted ${next.predicted})`);
+    for (const q of verdict.questions) {
+      if (q.kind === 'next_line') continue;
+      parts.push(q.ok ? `✓ ${q.label} ${clip(q.actual, 30)}` : `✗ ${q.label} ${clip(q.actual, 30)} (predicted ${clip(q.predicted, 30)})`);
+    }
+    return [
+      {
+        line: prediction.line,
+        kind: 'verdict',
+        text: parts.join('  ') || (verdict.ok ? '✓' : '✗'),
+        ok: verdict.ok,
+        hover: `${who} at step ${prediction.step}\n${verdict.questions.map((q) => `${q.ok ? '✓' : '✗'} ${q.label}: predicted ${q.predicted}, actual ${q.actual}`).join('\n')}`,
+      },
+    ];
+  }
+  const items: InlineItem[] = [];
+  const values = valuesText(prediction.values);
+  if (prediction.nextLine !== null && prediction.nextLine > 0) {
+    items.push({ line: prediction.nextLine, kind: 'predictedNext', text: `◀ ${who}: runs next`, hover: `${who} predicts line ${prediction.nextLine} runs after line ${prediction.line}` });
+  }
+  const tail = prediction.nextLine === -1 ? ' · returns next' : prediction.nextLine === null ? ' · no next-line answer' : '';
+  items.push({
+    line: prediction.line,
+    kind: 'predictedValue',
+    text: `${who} predicts: ${values || 'no values'}${tail}`,
+    hover: prediction.problems.length > 0 ? `Problems with the answer:\n${prediction.problems.join('\n')}` : undefined,
+  });
+  return items;
+}
+
+/** Source line text (1-based) of a trace file, '' when out of range. */
+function lineTexts(trace: Trace): string[][] {
+  return trace.files.map((f) => f.source.split('\n'));
+}
+
+/**
+ * The line that runs next in the same frame after each `line` event
+ * (SEMANTICS §2, "step over"): -1 when the frame returns or raises instead.
+ * One backward pass, so it stays linear on big traces.
+ */
+export function nextLines(trace: Trace): (number | null)[] {
+  const out: (number | null)[] = new Array(trace.steps.length).fill(null);
+  const following = new Map<number, number>(); // frame → the next event's line (-1 for return/exception)
+  for (let i = trace.steps.length - 1; i >= 0; i--) {
+    const s = trace.steps[i]!;
+    if (s.event === 'line') {
+      out[i] = following.get(s.frame) ?? null;
+      following.set(s.frame, s.line);
+    } else if (s.event === 'return' || s.event === 'exception') {
+      following.set(s.frame, -1);
+    } else if (s.event === 'call') {
+      following.delete(s.frame);
+    }
+  }
+  return out;
+}
+
+export function panelRows(run: Run, store: RunStore): PanelRow[] {
+  const trace = run.trace;
+  const texts = lineTexts(trace);
+  const next = nextLines(trace);
+  const byStep = new Map<number, PredictionRecord>();
+  for (const p of store.predictionsFor(run.id)) byStep.set(p.prediction.step, p);
+  return trace.steps.map((s, i) => {
+    const changes: string[] = [];
+    if (s.set) for (const [name, v] of Object.entries(s.set)) changes.push(`${name} = ${clip(v.repr)}`);
+    if (s.del) for (const name of s.del) changes.push(`del ${name}`);
+    if (s.event === 'return' && s.value) changes.push(`→ ${clip(s.value.repr)}`);
+    if (s.event === 'exception' && s.exc) changes.push(`! ${s.exc.type}: ${clip(s.exc.message)}`);
+    const row: PanelRow = {
+      step: s.i,
+      event: s.event,
+      fn: s.fn,
+      depth: s.depth,
+      line: s.line,
+      text: (texts[s.file]?.[s.line - 1] ?? '').trim(),
+      changes,
+      nextLine: next[i] ?? null,
+    };
+    const p = byStep.get(s.i);
+    if (p) {
+      row.prediction = {
+        nextLine: p.prediction.nextLine,
+        values: p.prediction.values,
+        answerer: p.prediction.answerer.kind === 'baseline' ? 'baseline' : p.prediction.answerer.name,
+        latencyMs: p.prediction.usage.latencyMs,
+      };
+      if (p.verdict) row.verdict = { ok: p.verdict.ok, questions: p.verdict.questions, actualValues: p.verdict.actualValues };
+    }
+    return row;
+  });
+}
+
+export function panelData(run: Run, store: RunStore): PanelData {
+  const v = store.latestVerification((x) => x.runId === run.id);
+  return { run: summarize(run), rows: panelRows(run, store), verification: v ? v.verification : null };
+}

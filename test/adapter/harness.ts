@@ -1,0 +1,120 @@
+// Test harness for the replay adapter: a real ReplayDebugSession served on a
+// loopback port in this process, recording real programs with the real
+// tracer, driven by @vscode/debugadapter-testsupport's DebugClient.
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { DebugClient } from '@vscode/debugadapter-testsupport';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { replaySessionDeps } from '../../src/adapter/nodeDeps';
+import { ReplayDebugSession } from '../../src/adapter/replayDebugSession';
+import { tracerRecorder, type TracePool } from '../../src/adapter/tracerRecorder';
+import { testTracePool } from './tracePool';
+
+export const REPO = path.resolve(__dirname, '../..');
+export const PROGRAMS = path.join(REPO, 'test/fixtures/programs');
+export const program = (name: string) => path.join(PROGRAMS, name);
+
+export interface Adapter {
+  dc: DebugClient;
+  /** Every event the adapter sent, in order. */
+  events: DebugProtocol.Event[];
+  close(): Promise<void>;
+}
+
+let sharedPool: (TracePool & { close(): Promise<void> | void }) | undefined;
+
+/** One tracer pool per test file, closed by `closePool` in an `after` hook. */
+export function pool(): TracePool {
+  sharedPool ??= testTracePool();
+  return sharedPool;
+}
+
+export async function closePool(): Promise<void> {
+  await sharedPool?.close();
+  sharedPool = undefined;
+}
+
+export async function startAdapter(): Promise<Adapter> {
+  const recorder = tracerRecorder(pool());
+  const server = net.createServer((socket) => {
+    const session = new ReplayDebugSession(replaySessionDeps({ recorder, cwd: PROGRAMS }));
+    session.setRunAsServer(true);
+    session.start(socket, socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const dc = new DebugClient('node', 'unused', 'execverify');
+  dc.defaultTimeout = 20_000;
+  const events: DebugProtocol.Event[] = [];
+  const original = dc.dispatch.bind(dc) as (body: string) => void;
+  // Keep a log of every event so tests can assert order and content.
+  (dc as unknown as { dispatch(body: string): void }).dispatch = (body: string) => {
+    const msg = JSON.parse(body) as DebugProtocol.ProtocolMessage;
+    if (msg.type === 'event') events.push(msg as DebugProtocol.Event);
+    original(body);
+  };
+  await dc.start(port);
+  return {
+    dc,
+    events,
+    async close() {
+      await dc.stop().catch(() => undefined);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Launches a program and waits for the first stop (or termination). */
+export async function launch(
+  a: Adapter,
+  config: Record<string, unknown>,
+  options: { breakpoints?: { line: number; condition?: string; hitCondition?: string }[]; exceptionFilters?: string[] } = {},
+): Promise<DebugProtocol.StoppedEvent> {
+  const { dc } = a;
+  const configured = (async () => {
+    await dc.waitForEvent('initialized');
+    if (options.breakpoints && typeof config.program === 'string') {
+      await dc.setBreakpointsRequest({ source: { path: config.program }, breakpoints: options.breakpoints });
+    }
+    await dc.setExceptionBreakpointsRequest({ filters: options.exceptionFilters ?? ['uncaught'] });
+    await dc.configurationDoneRequest();
+  })();
+  await dc.initializeRequest({ adapterID: 'execverify', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
+  const stopped = dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+  await dc.launchRequest({ type: 'execverify', request: 'launch', name: 'test', ...config } as DebugProtocol.LaunchRequestArguments);
+  await configured;
+  return stopped;
+}
+
+/** Where the adapter is now: top frame name and line, and the step index. */
+export async function where(a: Adapter): Promise<{ fn: string; line: number; depth: number; frames: DebugProtocol.StackFrame[] }> {
+  const st = await a.dc.stackTraceRequest({ threadId: 1 });
+  const top = st.body.stackFrames[0]!;
+  return { fn: top.name, line: top.line, depth: st.body.stackFrames.length, frames: st.body.stackFrames };
+}
+
+/** Sends a stepping request and waits for the stop it causes. */
+export async function move(
+  a: Adapter,
+  request: 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'continue' | 'reverseContinue',
+): Promise<DebugProtocol.StoppedEvent> {
+  const stopped = a.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+  const args = { threadId: 1 };
+  switch (request) {
+    case 'next': await a.dc.nextRequest(args); break;
+    case 'stepIn': await a.dc.stepInRequest(args); break;
+    case 'stepOut': await a.dc.stepOutRequest(args); break;
+    case 'stepBack': await a.dc.stepBackRequest(args); break;
+    case 'continue': await a.dc.continueRequest(args); break;
+    case 'reverseContinue': await a.dc.reverseContinueRequest(args); break;
+  }
+  return stopped;
+}
+
+/** Variables of the top frame's Locals scope, as name → value. */
+export async function locals(a: Adapter, frameIndex = 0): Promise<Record<string, DebugProtocol.Variable>> {
+  const st = await a.dc.stackTraceRequest({ threadId: 1 });
+  const scopes = await a.dc.scopesRequest({ frameId: st.body.stackFrames[frameIndex]!.id });
+  const vars = await a.dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference });
+  return Object.fromEntries(vars.body.variables.map((v) => [v.name, v]));
+}
