@@ -26,7 +26,7 @@ from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
-from .harvest_extract import ModuleIndex
+from .harvest_extract import ModuleIndex, fingerprint
 
 
 def _project_modules(root: str):
@@ -174,8 +174,10 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
                     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
                         modules[call["file"]] = None
                 index = modules[call["file"]]
-                extracted[key] = index.extract(call["function"]) if index else (None, None, "module_unreadable")
-            code, segments, reason = extracted[key]
+                code, segments, reason = index.extract(call["function"]) if index else (None, None, "module_unreadable")
+                near, nesting = fingerprint(code) if code is not None else (None, 0)
+                extracted[key] = (code, segments, reason, near, nesting)
+            code, segments, reason, near, nesting = extracted[key]
             if reason is None and check:
                 reason = check_standalone(code, call["entry"], call["result"], call["resultType"])
             if reason is not None:
@@ -183,7 +185,7 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
                 dst.write(json.dumps({"kind": "drop", "reason": reason, "file": call["file"], "function": call["function"]}) + "\n")
                 continue
             kept += 1
-            sample = dict(call, kind="sample", code=code, segments=segments)
+            sample = dict(call, kind="sample", code=code, segments=segments, astHash=near, nesting=nesting)
             dst.write(json.dumps(sample) + "\n")
         summary = {"kind": "summary", "kept": kept, "drops": dict(drops)}
         dst.write(json.dumps(summary) + "\n")

@@ -214,3 +214,72 @@ class ModuleIndex:
         except SyntaxError:
             return None, None, "extract_failed"
         return code, segments, None
+
+
+_NESTING_NODES = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+
+
+class _Canonicalise(ast.NodeTransformer):
+    """Renames every identifier by first appearance and drops docstrings."""
+
+    def __init__(self):
+        self.names = {}
+
+    def _name(self, name):
+        if name in _BUILTINS:
+            return name
+        return self.names.setdefault(name, "v%d" % len(self.names))
+
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Name(id=self._name(node.id), ctx=node.ctx), node)
+
+    def visit_arg(self, node):
+        node.arg = self._name(node.arg)
+        node.annotation = None
+        return node
+
+    def _body(self, node):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        return node
+
+    def visit_FunctionDef(self, node):
+        node.name = self._name(node.name)
+        node.returns = None
+        self._body(node)
+        self.generic_visit(node)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        node.name = self._name(node.name)
+        self._body(node)
+        self.generic_visit(node)
+        return node
+
+
+def fingerprint(code: str):
+    """(near-duplicate hash, control-flow nesting depth) of a sample's code.
+
+    The hash ignores identifiers, docstrings, comments, annotations and
+    formatting, so a renamed copy of a function hashes the same.
+    """
+    import hashlib
+
+    tree = ast.parse(code)
+    depth = _max_nesting(tree, 0)
+    canonical = _Canonicalise().visit(tree)
+    dumped = ast.dump(canonical, annotate_fields=False, include_attributes=False)
+    return hashlib.sha256(dumped.encode("utf-8")).hexdigest(), depth
+
+
+def _max_nesting(node, depth):
+    best = depth
+    for child in ast.iter_child_nodes(node):
+        inner = depth + 1 if isinstance(child, _NESTING_NODES) else depth
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            inner = 0  # a nested definition starts its own count
+        best = max(best, _max_nesting(child, inner))
+    return best

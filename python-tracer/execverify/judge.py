@@ -128,6 +128,13 @@ def _normalize_type(name: str) -> str:
 
 def types_match(predicted: Any, actual: str) -> bool:
     """True when the predicted type names the actual one (`Node` names `__main__.Node`)."""
+    if not isinstance(predicted, str) or not isinstance(actual, str) or len(predicted) > 200:
+        return False
+    return _types_match(predicted, actual)
+
+
+@functools.lru_cache(maxsize=4096)
+def _types_match(predicted: str, actual: str) -> bool:
     p = normalize_type(predicted)
     a = normalize_type(actual)
     if not p:
@@ -213,6 +220,44 @@ def _lit(node: ast.AST) -> Any:
 _INT_RE = re.compile(r"^-?[1-9][0-9]{0,17}$|^0$")
 _SIMPLE_STR_RE = re.compile(r"""^'[^'\\\n]*'$|^"[^"\\\n]*"$""")
 _CONSTANTS = {"None": None, "True": True, "False": False}
+_FLOAT_RE = re.compile(r"^-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
+# A flat list/tuple of ints, floats, constants and quote-free-of-commas strings:
+# the commonest non-scalar answer, parsed without the Python parser.
+_FLAT_RE = re.compile(r"""^[\[(]\s*(?:(?:-?[0-9.eE+-]+|None|True|False|'[^',\\\n]*'|"[^",\\\n]*")\s*,\s*)*"""
+                      r"""(?:-?[0-9.eE+-]+|None|True|False|'[^',\\\n]*'|"[^",\\\n]*")?\s*[\])]$""")
+
+
+def _scalar(tok: str) -> Tuple[bool, Any]:
+    if _INT_RE.match(tok):
+        return True, int(tok)
+    if _FLOAT_RE.match(tok):
+        return True, float(tok)
+    if tok in _CONSTANTS:
+        return True, _CONSTANTS[tok]
+    if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "'\"":
+        return True, tok[1:-1]
+    return False, None
+
+
+def _flat(s: str) -> Tuple[bool, Any]:
+    inner = s[1:-1].strip()
+    if not inner:
+        return True, ([] if s[0] == "[" else ())
+    parts = [p.strip() for p in inner.split(",")]
+    if parts[-1] == "":
+        parts.pop()
+        if not parts:
+            return False, None
+    elif s[0] == "(" and len(parts) == 1:
+        # `(5)` is 5, not a tuple: leave it to the parser.
+        return False, None
+    out = []
+    for p in parts:
+        ok, v = _scalar(p)
+        if not ok:
+            return False, None
+        out.append(v)
+    return True, (out if s[0] == "[" else tuple(out))
 
 
 def parse_literal(text: Any) -> Tuple[bool, Any]:
@@ -232,6 +277,12 @@ def parse_literal(text: Any) -> Tuple[bool, Any]:
         return True, s[1:-1]
     if s in _CONSTANTS:
         return True, _CONSTANTS[s]
+    if _FLOAT_RE.match(s):
+        return True, float(s)
+    if s[0] in "[(" and _FLAT_RE.match(s) and (s[0] == "[") == (s[-1] == "]"):
+        ok, v = _flat(s)
+        if ok:
+            return True, v
     try:
         tree = ast.parse(s, mode="eval")
         return True, _lit(tree.body)
@@ -379,7 +430,10 @@ def split_value_type(answer: str) -> Tuple[str, Optional[str]]:
 
 
 def is_nil(text: str) -> bool:
-    return text.strip().strip(".").strip().lower() in _NIL
+    s = text.strip()
+    if not s or s[0] not in "nN":  # the common case, decided without copying the text
+        return False
+    return s.strip(".").strip().lower() in _NIL
 
 
 def judge_state(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAULT_OPTIONS) -> Dict[str, Any]:

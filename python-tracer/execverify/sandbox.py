@@ -274,6 +274,15 @@ def _child_setup(ctx: Context, limits: Limits) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+    # Our message pipe moves to a high descriptor, out of the way of code
+    # that writes to small fds it did not open.
+    try:
+        import fcntl
+        high = fcntl.fcntl(ctx.fd, fcntl.F_DUPFD, 600)
+        os.close(ctx.fd)
+        ctx.fd = high
+    except (ImportError, OSError):
+        pass
     _close_inherited(ctx.fd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         try:

@@ -23,7 +23,7 @@ import time
 import traceback
 from json.encoder import encode_basestring_ascii as _q
 
-from .values import Encoder, type_name
+from .values import Encoder, Fingerprints, type_name
 
 SCHEMA_VERSION = "execverify.trace/1"
 
@@ -49,6 +49,9 @@ _YIELD_OPS = frozenset(dis.opmap[n] for n in ("YIELD_VALUE", "YIELD_FROM", "RESU
 if sys.version_info < (3, 11):
     _YIELD_OPS = _YIELD_OPS | {dis.opmap["LOAD_CONST"]}
 _CHUNK_BYTES = 256 * 1024
+_SMALL_INT = 10 ** 18
+_KEYS = {}  # local name -> its JSON key prefix
+_settrace = sys.settrace  # ours; traced code gets a guarded one (see _guard_settrace)
 _HAS_MONITORING = hasattr(sys, "monitoring")
 
 
@@ -72,12 +75,13 @@ class _Stop(BaseException):
 
 
 class _FrameState:
-    __slots__ = ("fid", "code", "prev", "last_event")
+    __slots__ = ("fid", "code", "prev", "last_event", "line_head")
 
-    def __init__(self, fid, code):
+    def __init__(self, fid, code, ci):
         self.fid = fid
         self.code = code
-        self.prev = {}  # name -> (object, json, stable)
+        self.line_head = ',"event":"line","frame":%d,"fn":%s,"file":%d,"line":' % (fid, ci.fn_json, ci.file)
+        self.prev = {}  # name -> (object, json, fingerprint | True if stable | None)
         self.last_event = "call"
 
 
@@ -102,6 +106,7 @@ class Recorder:
         self.file_index = {f["filename"]: i for i, f in enumerate(files)}
         self.trace_roots = tuple(trace_roots)
         self.enc = Encoder(repr_chars=limits["reprChars"], container_items=limits["containerItems"])
+        self.fps = Fingerprints(self.enc)
         self.max_steps = limits["steps"]
         self.max_bytes = limits["traceBytes"]
         self.max_depth = limits["recursionDepth"]
@@ -114,6 +119,7 @@ class Recorder:
         self.buf = []
         self.buf_bytes = 0
         self.total_bytes = 0
+        self.check_at = min(_CHUNK_BYTES, self.max_bytes + 1)
         self.started = time.monotonic()
         self.cpu_started = time.process_time()
         self.finished = False
@@ -159,7 +165,7 @@ class Recorder:
         if resumed:
             fs = entry[1]
         else:
-            fs = _FrameState(self.next_fid, frame.f_code)
+            fs = _FrameState(self.next_fid, frame.f_code, ci)
             self.next_fid += 1
             self.frames[key] = (frame, fs)
         parent = self.stack[-1][1].fid if self.stack else None
@@ -176,8 +182,8 @@ class Recorder:
 
     def on_line(self, frame, fs, ci, line):
         fs.last_event = "line"
-        self.emit('{"i":%d,"event":"line","frame":%d,"fn":%s,"file":%d,"line":%d,"depth":%d%s}' % (
-            self.n, fs.fid, ci.fn_json, ci.file, line, len(self.stack) - 1, self.diff(fs, frame)))
+        self.emit('{"i":%d%s%d,"depth":%d%s}' % (
+            self.n, fs.line_head, line, len(self.stack) - 1, self.diff(fs, frame)))
 
     def on_return(self, frame, fs, ci, value, yielded, unwound):
         depth = len(self.stack) - 1
@@ -213,25 +219,31 @@ class Recorder:
         prev = fs.prev
         loc = frame.f_locals
         sets = None
-        enc = self.enc.encode
-        seen = 0
         for name, v in loc.items():
-            seen += 1
             p = prev.get(name)
-            if p is not None and p[0] is v and p[2]:
-                continue
-            j, stable = enc(v)
-            if p is not None and p[1] == j:
-                if p[0] is not v:
-                    prev[name] = (v, j, stable)
-                continue
-            prev[name] = (v, j, stable)
-            if sets is None:
-                sets = [_q(name) + ":" + j]
+            if p is not None and p[0] is v:
+                fp = p[2]
+                if fp is True or (fp is not None and self.fps.same(v, fp)):
+                    continue
+            if type(v) is int and -_SMALL_INT < v < _SMALL_INT:
+                j = '{"repr":"%d","type":"int","literal":true}' % v
+                fp = True
             else:
-                sets.append(_q(name) + ":" + j)
+                j, stable = self.enc.encode(v)
+                fp = True if stable else self.fps.make(v)
+            if p is not None and p[1] == j:
+                prev[name] = (v, j, fp)
+                continue
+            prev[name] = (v, j, fp)
+            key = _KEYS.get(name)
+            if key is None:
+                key = _KEYS[name] = _q(name) + ":"
+            if sets is None:
+                sets = [key + j]
+            else:
+                sets.append(key + j)
         out = "" if sets is None else ',"set":{' + ",".join(sets) + "}"
-        if len(prev) != seen:  # prev now holds every current name: extra ones are gone
+        if len(prev) != len(loc):  # prev now holds every current name: extra ones are gone
             gone = [k for k in prev if k not in loc]
             if gone:
                 for k in gone:
@@ -241,26 +253,33 @@ class Recorder:
 
     # -- output --------------------------------------------------------
     def emit(self, step: str):
-        self.n += 1
-        if self.n > self.max_steps:
-            self.n -= 1
+        n = self.n + 1
+        if n > self.max_steps:
             self.limit("steps", "the run passed %d steps" % self.max_steps)
+        self.n = n
         self.buf.append(step)
-        size = len(step) + 1
-        self.buf_bytes += size
-        self.total_bytes += size
-        if self.total_bytes > self.max_bytes:
-            self.buf.pop()
-            self.n -= 1
+        self.buf_bytes += len(step) + 1
+        if self.buf_bytes >= self.check_at:
+            self.checkpoint()
+
+    def checkpoint(self):
+        """Every chunk: enforce the trace size exactly, stream, check CPU."""
+        if self.total_bytes + self.buf_bytes > self.max_bytes:
+            while self.buf and self.total_bytes + self.buf_bytes > self.max_bytes:
+                self.buf_bytes -= len(self.buf.pop()) + 1
+                self.n -= 1
+            self.flush()
             self.limit("trace_size", "the trace passed %d bytes" % self.max_bytes)
         if self.buf_bytes >= _CHUNK_BYTES:
             self.flush()
             if time.process_time() > self.cpu_deadline:
                 self.limit("cpu_time", "the run used more than %d ms of CPU" % self.limits["cpuTimeMs"])
+        self.check_at = min(_CHUNK_BYTES, self.max_bytes - self.total_bytes + 1)
 
     def flush(self):
         if self.buf:
             data = ",".join(self.buf).encode()
+            self.total_bytes += self.buf_bytes
             self.buf = []
             self.buf_bytes = 0
             self.ctx.send(b"S", data)
@@ -299,10 +318,10 @@ class SettraceBackend:
         self.error = None
 
     def start(self):
-        sys.settrace(self._global)
+        _settrace(self._global)
 
     def stop(self):
-        sys.settrace(None)
+        _settrace(None)
 
     def _global(self, frame, event, arg):
         try:
@@ -679,6 +698,7 @@ def run_in_child(job: Job, ctx) -> None:
         rec.finish({"kind": "limit", "limit": kind, "message": message}, backend.name)
 
     ctx.on_limit = on_limit
+    _guard_settrace(ctx)
     ctx.on_exit = lambda code: rec.flush()
     base_depth = len(_stack_depth())
     sys.setrecursionlimit(base_depth + lim["recursionDepth"] + 250)
@@ -755,6 +775,20 @@ def run_in_child(job: Job, ctx) -> None:
     if job.kind == "script" and outcome["kind"] == "returned":
         outcome["value"] = {"repr": "None", "type": "NoneType", "literal": True}
     rec.finish(outcome, backend.name)
+
+
+def _guard_settrace(ctx):
+    """Traced code may not replace the tracer's hook (3.8 has no audit event
+    for sys.settrace, so the function itself is guarded)."""
+    import threading
+
+    def guarded(fn):
+        if getattr(ctx, "tracing", False):
+            raise RuntimeError("execverify: the tracer owns sys.settrace in traced runs")
+        return _settrace(fn)
+
+    sys.settrace = guarded
+    threading.settrace = guarded
 
 
 def _stack_depth():

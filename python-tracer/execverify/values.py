@@ -27,6 +27,7 @@ import signal
 import sys
 import types
 from collections import deque
+from itertools import islice as _islice
 from json.encoder import encode_basestring_ascii as _q
 
 _NoneType = type(None)
@@ -38,7 +39,9 @@ _IDENTITY_STABLE = (
     types.MethodType, types.BuiltinMethodType,
 )
 _CONTAINERS = (list, tuple, dict, set, frozenset, deque)
-_INT_BITS_MAX = 13000  # ~3900 decimal digits: below the 3.11+ int/str limit
+_INT_BITS_MAX = 13000
+_HAS_INT_LIMIT = hasattr(sys, "set_int_max_str_digits")  # 3.11+: huge int repr raises
+_SIZED = frozenset([str, bytes])  # ~3900 decimal digits: below the 3.11+ int/str limit
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -100,6 +103,7 @@ class Encoder:
         self.child_depth = child_depth
         self.repr_timeout = repr_timeout
         self._type_json = {}
+        self._child_cache = {int: {}, str: {}, bytes: {}}
         self._in_guard = False
         self.reprs_failed = 0
 
@@ -132,7 +136,26 @@ class Encoder:
                     + ("true" if math.isfinite(v) else "false") + "}"), True
         if t in (list, tuple, dict, set, frozenset, deque):
             return self._container(v, t, depth)
+        if t is bytes or t is bytearray:
+            return self._bytes(v, t, depth)
         return self._object(v, t, depth)
+
+    def _bytes(self, v, t, depth):
+        limit = self.repr_chars if depth == 0 else self.child_repr_chars
+        # Each byte takes at most 4 characters of repr: a prefix of `limit`
+        # bytes always covers the first `limit` characters.
+        r = repr(v[:limit]) if len(v) > limit else repr(v)
+        cut = len(v) > limit or len(r) > limit
+        if cut:
+            r = r[:limit] + "..."
+        literal = t is bytes and not cut
+        parts = ['{"repr":', _q(r), ',"type":', self._tjson(t), ',"literal":', "true" if literal else "false"]
+        if cut:
+            parts.append(',"truncated":true')
+        if cut or t is bytearray:
+            parts.append(',"len":' + str(len(v)))
+        parts.append("}")
+        return "".join(parts), t is bytes
 
     def encode_value(self, v) -> str:
         return self.encode(v)[0]
@@ -166,6 +189,7 @@ class Encoder:
         r = None
         literal = True
         stable = t is tuple or t is frozenset
+        flat = False
         # Fast path: a flat container of plain atoms is repr'd by C, exactly.
         if n <= 256:
             if t is dict:
@@ -174,7 +198,13 @@ class Encoder:
             else:
                 kinds = set(map(type, v))
             if kinds <= _ATOM_TYPES and self._flat_ok(v, t, kinds, limit):
-                r = repr(v)
+                try:
+                    r = repr(v)
+                    flat = True
+                except ValueError:  # an int past the 3.11+ digit limit
+                    kinds = None
+                    r = None
+            if flat:
                 if float in kinds or complex in kinds:
                     literal = self._finite(v.values() if t is dict else v) and (
                         t is not dict or self._finite(v))
@@ -185,7 +215,14 @@ class Encoder:
                     r = r[:limit] + "..."
                     literal = False
             else:
-                stable = stable and kinds <= _ATOM_TYPES
+                stable = stable and kinds is not None and kinds <= _ATOM_TYPES
+        else:
+            r = self._big_flat(v, t, limit)
+            if r is not None:
+                truncated = True
+                literal = False
+                stable = stable and r is not None
+                flat = True
         if r is None:
             out = _Walk(limit)
             try:
@@ -206,27 +243,78 @@ class Encoder:
         parts.append(str(n))
         if depth < self.child_depth and n:
             k = self.container_items
-            enc = self.encode
-            if t is dict:
+            if flat:
+                child = self._atom_child
+                if t is dict:
+                    ks = map(child, _islice(v, k))
+                    vs = map(child, _islice(v.values(), k))
+                    parts.append(',"entries":[' + ",".join(
+                        ["[" + a + "," + b + "]" for a, b in zip(ks, vs)]) + "]")
+                else:
+                    parts.append(',"items":[' + ",".join(map(child, _islice(v, k))) + "]")
+            elif t is dict:
+                enc = self.encode
                 kids = []
-                for i, (a, b) in enumerate(v.items()):
-                    if i >= k:
-                        break
-                    ea, sa = enc(a, depth + 1)
-                    eb, sb = enc(b, depth + 1)
-                    kids.append("[" + ea + "," + eb + "]")
+                for a, b in _islice(v.items(), k):
+                    kids.append("[" + enc(a, depth + 1)[0] + "," + enc(b, depth + 1)[0] + "]")
                 parts.append(',"entries":[' + ",".join(kids) + "]")
             else:
+                enc = self.encode
                 kids = []
-                for i, x in enumerate(v):
-                    if i >= k:
-                        break
-                    e, s = enc(x, depth + 1)
-                    stable = stable and s
+                for x in _islice(v, k):
+                    e, s_ = enc(x, depth + 1)
+                    stable = stable and s_
                     kids.append(e)
                 parts.append(',"items":[' + ",".join(kids) + "]")
         parts.append("}")
         return "".join(parts), stable
+
+    def _big_flat(self, v, t, limit):
+        """The cut repr of a big flat container from a prefix only, or None.
+
+        A prefix of M = limit//2+2 elements has a repr longer than `limit`
+        (every element adds at least 3 characters), and its first `limit`
+        characters are those of the whole container's repr.
+        """
+        m = limit // 2 + 2
+        if t is list or t is tuple:
+            pre = v[:m]
+        elif t is dict:
+            pre = dict(_islice(v.items(), m))
+        else:
+            pre = list(_islice(v, m))
+        if t is dict:
+            kinds = set(map(type, pre))
+            kinds.update(map(type, pre.values()))
+        else:
+            kinds = set(map(type, pre))
+        if not kinds <= _ATOM_TYPES or not self._flat_ok(pre, dict if t is dict else list, kinds, limit):
+            return None
+        try:
+            r = repr(pre)
+        except ValueError:
+            return None
+        if t is set:
+            r = "{" + r[1:]
+        elif t is frozenset:
+            r = "frozenset({" + r[1:]
+        elif t is deque:
+            r = "deque([" + r[1:]
+        return r[:limit] + "..."
+
+    def _atom_child(self, x):
+        """Encoding of an atom shown as a child; cached for ints, strs, bytes
+        (equal values of those types have equal reprs; floats do not: -0.0)."""
+        t = type(x)
+        c = self._child_cache.get(t)
+        if c is None:
+            return self.encode(x, 1)[0]
+        j = c.get(x)
+        if j is None:
+            if len(c) > 50000:
+                c.clear()
+            j = c[x] = self.encode(x, 1)[0]
+        return j
 
     @staticmethod
     def _finite(vals) -> bool:
@@ -241,16 +329,21 @@ class Encoder:
     @staticmethod
     def _flat_ok(v, t, kinds, limit) -> bool:
         """Atoms whose C repr is cheap and bounded: no huge ints or strings."""
-        vals = list(v.keys()) + list(v.values()) if t is dict else v
-        if int in kinds:
+        if int in kinds and not _HAS_INT_LIMIT:
+            # Before 3.11 a huge int's repr is quadratic: look before leaping.
+            vals = list(v.keys()) + list(v.values()) if t is dict else v
             for x in vals:
                 if type(x) is int and x.bit_length() > 2000:
                     return False
         if str in kinds or bytes in kinds:
-            total = 0
-            for x in vals:
-                if type(x) is str or type(x) is bytes:
-                    total += len(x)
+            vals = list(v.keys()) + list(v.values()) if t is dict else v
+            if kinds <= _SIZED:
+                total = sum(map(len, vals))
+            else:
+                total = 0
+                for x in vals:
+                    if type(x) is str or type(x) is bytes:
+                        total += len(x)
             if total > 4 * limit:
                 return False
         return True
@@ -263,8 +356,8 @@ class Encoder:
                 out.add("<int with %d digits>" % _int_digits(v))
                 out.literal = False
                 return
-            if t is str and len(v) > out.left + 2:
-                out.add(str.__repr__(v[: max(out.left, 0) + 2]))  # raises _Full
+            if (t is str or t is bytes) and len(v) > out.left + 2:
+                out.add(repr(v[: max(out.left, 0) + 2]))  # raises _Full
             r = repr(v)
             if (t is float or t is complex) and not self._finite((v,)):
                 out.literal = False
@@ -323,6 +416,8 @@ class Encoder:
             return
         out.literal = False
         out.stable = False
+        if t is bytearray and len(v) > out.left + 2:
+            out.add(repr(v[: max(out.left, 0) + 2]))  # raises _Full
         r, _failed = self._user_repr(v, t, out.left + 1)
         out.add(r)
 
@@ -420,13 +515,15 @@ class Encoder:
         if self._in_guard:  # nested (a repr inside a repr): one guard suffices
             return fn(v)
         self._in_guard = True
+        d = snap = None
+        if not isinstance(v, (types.ModuleType, type)):
+            try:
+                d = object.__getattribute__(v, "__dict__")
+                snap = dict(d) if type(d) is dict else None
+            except Exception:
+                d = snap = None
         out, err = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = _SINK
-        try:
-            d = object.__getattribute__(v, "__dict__")
-            snap = dict(d) if type(d) is dict else None
-        except Exception:
-            d = snap = None
         old_handler = None
         try:
             try:
@@ -472,3 +569,136 @@ class _Walk:
         self.left -= len(s)
         if self.left < 0:
             raise _Full()
+
+
+# -- change detection ---------------------------------------------------------
+# A fingerprint captures everything a value's encoding depends on, by identity:
+# its length, the objects in the prefix that the bounded repr and the children
+# can show, and (recursively) the fingerprints of the mutable ones among them.
+# Same fingerprint ⇒ same encoding, so the tracer can skip re-encoding an
+# unchanged list/dict/instance at every event. The prefix objects are kept
+# alive by the fingerprint, so their ids cannot be reused while it exists.
+_FP_ATOMS = frozenset([int, float, str, bytes, bool, _NoneType, complex])
+_SEQ_TYPES = (list, tuple, set, frozenset, deque)
+
+
+class Fingerprints:
+    def __init__(self, encoder: Encoder, max_depth: int = 4):
+        # No repr of `repr_chars` characters shows more than repr_chars//2+2
+        # elements (each takes at least one character plus ", ").
+        self.prefix = max(encoder.container_items, encoder.repr_chars // 2 + 2)
+        self.attrs = encoder.container_items
+        self.max_depth = max_depth
+
+    def make(self, v, depth: int = 0):
+        """A fingerprint for v, or None when v's encoding can't be pinned down
+        by identities (a user-defined __repr__, __slots__, too deep)."""
+        if depth > self.max_depth:
+            return None
+        t = type(v)
+        if t in _SEQ_TYPES:
+            n = len(v)
+            keep = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
+            subs = []
+            if set(map(type, keep)) <= _FP_ATOMS:
+                return True if (t is tuple or t is frozenset) else (0, n, list(map(id, keep)), keep, subs)
+            for pos, x in enumerate(keep):
+                tx = type(x)
+                if tx in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
+                    continue
+                sub = self.make(x, depth + 1)
+                if sub is None:
+                    return None
+                if sub is not True:
+                    subs.append((pos, sub))
+            if (t is tuple or t is frozenset) and not subs:
+                return True  # deeply immutable: identity is enough
+            return (0, n, list(map(id, keep)), keep, subs)
+        if t is dict:
+            n = len(v)
+            ks = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
+            vs = list(v.values()) if n <= self.prefix else list(_islice(v.values(), self.prefix))
+            subs = []
+            flat = set(map(type, vs)) <= _FP_ATOMS
+            if flat and set(map(type, ks)) <= _FP_ATOMS:
+                return (1, n, list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+            for pos, x in enumerate(ks):
+                if type(x) not in _FP_ATOMS and not isinstance(x, _IDENTITY_STABLE):
+                    sub = self.make(x, depth + 1)
+                    if sub is not True:
+                        return None  # mutable-looking keys: just re-encode
+            for pos, x in enumerate(vs):
+                if type(x) in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
+                    continue
+                sub = self.make(x, depth + 1)
+                if sub is None:
+                    return None
+                if sub is not True:
+                    subs.append((pos, sub))
+            return (1, n, list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+        if t.__repr__ is object.__repr__ and not isinstance(v, _IDENTITY_STABLE):
+            for klass in t.__mro__:
+                if "__slots__" in klass.__dict__:
+                    return None
+            try:
+                d = object.__getattribute__(v, "__dict__")
+            except Exception:
+                return None
+            if type(d) is not dict:
+                return None
+            ks = list(_islice(d, self.attrs))
+            vs = list(_islice(d.values(), self.attrs))
+            subs = []
+            for pos, x in enumerate(vs):
+                if type(x) in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
+                    continue
+                sub = self.make(x, depth + 1)
+                if sub is None:
+                    return None
+                if sub is not True:
+                    subs.append((pos, sub))
+            return (2, t, len(d), list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+        return None
+
+    def same(self, v, fp) -> bool:
+        """Whether v still has fingerprint fp (then its encoding is unchanged)."""
+        if fp is True:
+            return True
+        kind = fp[0]
+        if kind == 0:
+            _, n, ids, keep, subs = fp
+            if len(v) != n:
+                return False
+            if list(map(id, v if n <= self.prefix else _islice(v, self.prefix))) != ids:
+                return False
+            for pos, sub in subs:
+                if not self.same(keep[pos], sub):
+                    return False
+            return True
+        if kind == 1:
+            _, n, kids, vids, ks, vs, subs = fp
+            if len(v) != n:
+                return False
+            if n <= self.prefix:
+                if list(map(id, v)) != kids or list(map(id, v.values())) != vids:
+                    return False
+            elif (list(map(id, _islice(v, self.prefix))) != kids
+                  or list(map(id, _islice(v.values(), self.prefix))) != vids):
+                return False
+            for pos, sub in subs:
+                if not self.same(vs[pos], sub):
+                    return False
+            return True
+        _, t, n, kids, vids, ks, vs, subs = fp
+        if type(v) is not t:
+            return False
+        d = object.__getattribute__(v, "__dict__")
+        if len(d) != n:
+            return False
+        if list(map(id, _islice(d, self.attrs))) != kids or list(map(id, _islice(d.values(), self.attrs))) != vids:
+            return False
+        for pos, sub in subs:
+            if not self.same(vs[pos], sub):
+                return False
+        return True
+

@@ -14,7 +14,7 @@ import unittest
 
 from execverify.capture import is_test_file, literal_repr
 from execverify.harvest import check_standalone
-from execverify.harvest_extract import ModuleIndex, is_stdlib_module
+from execverify.harvest_extract import ModuleIndex, fingerprint, is_stdlib_module
 
 TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -271,6 +271,20 @@ class ExtractTest(unittest.TestCase):
         self.assertTrue(is_stdlib_module("collections.abc"))
         self.assertTrue(is_stdlib_module("sys"))
         self.assertFalse(is_stdlib_module("not_a_stdlib_module_xyz"))
+
+
+class FingerprintTest(unittest.TestCase):
+    A = "def total(xs):\n    \"\"\"Sum.\"\"\"\n    acc = 0\n    for x in xs:\n        if x:\n            acc += x  # add\n    return acc\n"
+    B = "def sum_all(items: list) -> int:\n    s = 0\n    for it in items:\n\n        if it:\n            s += it\n    return s\n"
+    C = "def total(xs):\n    acc = 0\n    for x in xs:\n        if x:\n            acc -= x\n    return acc\n"
+
+    def test_renamed_copies_share_a_hash_and_changed_logic_does_not(self):
+        self.assertEqual(fingerprint(self.A)[0], fingerprint(self.B)[0])
+        self.assertNotEqual(fingerprint(self.A)[0], fingerprint(self.C)[0])
+
+    def test_nesting_counts_control_flow_depth(self):
+        self.assertEqual(fingerprint(self.A)[1], 2)
+        self.assertEqual(fingerprint("def f():\n    return 1\n")[1], 0)
 
 
 class StandaloneCheckTest(unittest.TestCase):

@@ -35,6 +35,21 @@ class Literals(unittest.TestCase):
         for text in ("print(1)", "x", "__import__('os')", "[1, 2][0]", "1 + 1", "lambda: 1", "{**a}", "..."):
             self.assertEqual(judge.parse_literal(text), (False, None), text)
 
+    def test_fast_paths_agree_with_the_parser(self):
+        import ast
+
+        texts = ["[1, 2, 3]", "[1,2,3,]", "(1, 2)", "(1,)", "(5)", "()", "[]", "['a', \"b\"]", "[1.5, -2e3, None, True]",
+                 "[1, [2]]", "['a,b']", "[1 2]", "[,]", "(,)", "[-0.0]", "[.5]", "[5.]", "-3.25", "1e5", "[1e-3, 'x']",
+                 "('a')", "[01]", "[1, 'a\\'b']", "[+1]", "[1-2]", "[1.2.3]", "[e]", "[1e]", "007", "-0", "'a\\nb'"]
+        for text in texts:
+            try:
+                want = (True, judge._lit(ast.parse(text, mode="eval").body))
+            except Exception:
+                want = (False, None)
+            got = judge.parse_literal(text)
+            self.assertEqual(got, want, text)
+            self.assertIs(type(got[1]), type(want[1]), text)
+
     def test_split_value_type_uses_the_last_type_like_semicolon(self):
         self.assertEqual(judge.split_value_type("'a; b'; str"), ("'a; b'", "str"))
         self.assertEqual(judge.split_value_type("'x;'"), ("'x;'", None))

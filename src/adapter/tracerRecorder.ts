@@ -1,49 +1,65 @@
-// Records a launch request with the engine's tracer and turns tracer errors
-// into messages that say what to fix.
+// Records a launch request with the engine's TracerPool. The pool is per
+// interpreter and environment (a launch config may choose both), shared by
+// every session that uses the same pair.
+import { TracerPool, type TraceJob } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
 import type { RecordRequest } from './launchConfig';
 import type { Recorder, RecordResult } from './replayDebugSession';
 
 /** The part of the engine's TracerPool the adapter uses. */
 export interface TracePool {
-  trace(job: TraceJobParams, signal?: AbortSignal): Promise<Trace>;
+  trace(job: TraceJob, signal?: AbortSignal): Promise<Trace>;
 }
 
-/** The tracer's job parameters (python-tracer `trace` op). */
-export interface TraceJobParams {
-  path: string;
-  entry: RecordRequest['entry'];
-  cwd?: string;
-  env?: Record<string, string>;
-  python?: string;
-  limits?: RecordRequest['limits'];
-}
+/** Picks the pool for a launch's interpreter and extra environment (undefined: the defaults). */
+export type PoolFor = (options: { python?: string; env?: Record<string, string> }) => TracePool;
 
-const HINTS: Record<string, string> = {
-  syntax_error: 'Fix the syntax error, then start the session again.',
-  file_not_found: 'Set "program" in the launch configuration to an existing Python file.',
-  bad_entry: 'Set "entry" to a call expression such as main() or f([1, 2], 3).',
-  python_not_found: 'Set "python" in the launch configuration to a Python 3.8–3.13 interpreter.',
-};
-
-export function tracerRecorder(pool: TracePool): Recorder {
+export function tracerRecorder(poolFor: PoolFor): Recorder {
   return {
     async record(request: RecordRequest, signal: AbortSignal): Promise<RecordResult> {
-      const job: TraceJobParams = {
+      const job: TraceJob = {
         path: request.program,
         entry: request.entry,
         cwd: request.cwd,
-        ...(request.env ? { env: request.env } : {}),
-        ...(request.python ? { python: request.python } : {}),
         ...(request.limits ? { limits: request.limits } : {}),
       };
       try {
+        const pool = poolFor({ ...(request.python ? { python: request.python } : {}), ...(request.env ? { env: request.env } : {}) });
         return { ok: true, trace: await pool.trace(job, signal) };
       } catch (err) {
-        const e = err as Error & { code?: string };
-        const hint = (e.code && HINTS[e.code]) ?? '';
-        return { ok: false, message: `Could not record ${request.program}: ${e.message}${hint ? `\n${hint}` : ''}` };
+        // TracerError messages already end with what to do next.
+        return { ok: false, message: `Could not record ${request.program}: ${(err as Error).message}` };
       }
     },
   };
+}
+
+/**
+ * Pools keyed by interpreter and environment: the default pool for plain
+ * launches, one single-worker pool per other combination. `close` stops all.
+ */
+export class TracerPools {
+  private readonly pools = new Map<string, TracerPool>();
+  constructor(private readonly defaults: { python?: string; size?: number; env?: NodeJS.ProcessEnv } = {}) {}
+
+  readonly poolFor: PoolFor = ({ python, env }) => {
+    const key = JSON.stringify([python ?? null, env ?? null]);
+    let pool = this.pools.get(key);
+    if (!pool) {
+      const baseEnv = this.defaults.env ?? process.env;
+      pool = new TracerPool({
+        ...(python ?? this.defaults.python ? { python: python ?? this.defaults.python } : {}),
+        size: python || env ? 1 : (this.defaults.size ?? 1),
+        env: env ? { ...baseEnv, ...env } : baseEnv,
+      });
+      this.pools.set(key, pool);
+    }
+    return pool;
+  };
+
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.close()));
+  }
 }

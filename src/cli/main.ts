@@ -6,6 +6,10 @@ import { UsageError, parseCommandArgs } from './command';
 const commands: Record<string, () => Promise<Command>> = {
   // name: async () => (await import('./commands/NAME')).nameCommand,
   trace: async () => (await import('./commands/trace')).traceCommand,
+  ask: async () => (await import('./commands/ask')).askCommand,
+  eval: async () => (await import('./commands/eval')).evalCommand,
+  harvest: async () => (await import('./commands/harvest')).harvestCommand,
+  export: async () => (await import('./commands/export')).exportCommand,
 };
 
 function help(): string {

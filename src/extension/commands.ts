@@ -231,17 +231,17 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (!format) return undefined;
     let out = typeof outArg === 'string' ? outArg : undefined;
     if (!out) {
-      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-      const ext = format === 'verl' ? 'parquet' : 'jsonl';
-      const picked = await vscode.window.showSaveDialog({
-        title: `Export ${format}`,
-        defaultUri: folder ? vscode.Uri.joinPath(folder, `execverify-${format}.${ext}`) : undefined,
+      const datasetDir = vscode.workspace.getConfiguration('execverify').get<string>('datasetDir') || '.execverify';
+      out = await vscode.window.showInputBox({
+        title: `ExecVerify: export ${format} to the folder…`,
+        value: `${datasetDir.replace(/\/+$/, '')}/export/${format}`,
+        prompt: 'One file per split (train / validation / test) is written there. Relative paths are inside the workspace folder.',
+        validateInput: (v) => (v.trim() ? undefined : 'Enter a folder'),
       });
-      if (!picked) return undefined;
-      out = picked.fsPath;
+      if (!out) return undefined;
     }
     const result = await client.request(Methods.export, { format, out }, ExportResultSchema);
-    void vscode.window.showInformationMessage(`ExecVerify: exported ${result.records} records to ${result.out}.`);
+    void vscode.window.showInformationMessage(`ExecVerify: exported ${result.records} records to ${result.files.length > 0 ? result.files.join(', ') : result.out}.`);
     return result;
   });
 

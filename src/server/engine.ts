@@ -43,6 +43,8 @@ export interface StepPredictionResult {
   answerer: Answerer;
   usage: Usage;
   problems: string[];
+  /** The engine's own record of what was asked and answered, kept for judging later. */
+  detail?: unknown;
 }
 
 export interface StepJudgement {
@@ -70,13 +72,15 @@ export interface SampleInput {
   verification: CallVerificationResult | undefined;
   settings: Settings;
   storeDir: string;
+  /** The workspace folder: provenance paths are relative to it. */
+  root: string | undefined;
 }
 
 export interface Engine {
   trace(request: TraceRequest, signal: AbortSignal): Promise<Trace>;
   /** The next-line and state questions at `step`, answered by the model (or the baseline). */
   predictStep(trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult>;
-  judgeStep(trace: Trace, step: number, prediction: StepPredictionResult, signal: AbortSignal): Promise<StepJudgement>;
+  judgeStep(trace: Trace, step: number, prediction: StepPredictionResult, access: ModelAccess, signal: AbortSignal): Promise<StepJudgement>;
   verifyCall(trace: Trace, access: ModelAccess, signal: AbortSignal): Promise<CallVerificationResult>;
   addSample(input: SampleInput): Promise<{ id: string; added: boolean }>;
   exportSamples(storeDir: string, params: ExportParams, settings: Settings): Promise<ExportResult>;

@@ -1,21 +1,181 @@
 // The real Engine: the tracer pool, the question generator, the model client
 // (or the baseline), the judge and the sample store, assembled for the server.
-import { EngineError, type Engine } from './engine';
+// Every failure leaves here as an EngineError that says what to do next.
+import * as path from 'node:path';
+import { readStore, SampleStore } from '../engine/dataset/store';
+import { exportRecords } from '../engine/dataset/exporters';
+import { JudgeClient } from '../engine/judge/client';
+import { BaselineProvider, ModelProvider, isModelError, type Provider } from '../engine/model';
+import { resolvePython } from '../engine/python';
+import { TracerError, TracerPool } from '../engine/trace/runner';
+import type { Trace } from '../engine/trace/schema';
+import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine';
+import type { ExportParams, ExportResult, Health, Settings } from './protocol';
+import { buildSample } from './samples';
+import { predictStep, judgeStep, verifyCall } from './asking';
 
 export interface LiveEngineOptions {
   log: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
 }
 
-export function createLiveEngine(_options: LiveEngineOptions): Engine {
-  const missing = (what: string) => () => Promise.reject(new EngineError('internal', `${what} is not available in this build yet.`));
-  return {
-    trace: missing('Tracing'),
-    predictStep: missing('Prediction'),
-    judgeStep: missing('Judging'),
-    verifyCall: missing('Verification'),
-    addSample: missing('The sample store'),
-    exportSamples: missing('Export'),
-    health: missing('Health'),
-    close: async () => {},
-  };
+/** Tracer failures as the editor shows them. */
+export function fromTracerError(e: unknown): EngineError {
+  if (!(e instanceof TracerError)) return new EngineError('internal', e instanceof Error ? e.message : String(e));
+  switch (e.code) {
+    case 'python_not_found':
+      return new EngineError('no_python', `No Python interpreter found. ${e.hint || 'Install Python 3.8+ or set execverify.pythonPath.'}`);
+    case 'syntax_error':
+      return new EngineError('syntax_error', e.message);
+    case 'cancelled':
+      return new EngineError('cancelled', 'cancelled');
+    case 'bad_entry':
+      return new EngineError('bad_params', e.message);
+    default:
+      return new EngineError('trace_failed', e.message);
+  }
+}
+
+/** Model failures: an endpoint that is down or refuses says so, with the setting to check. */
+export function fromModelError(e: unknown, settings: Settings): EngineError {
+  if (e instanceof EngineError) return e;
+  if (isModelError(e)) {
+    if (e.code === 'aborted') return new EngineError('cancelled', 'cancelled');
+    return new EngineError('endpoint_down', `The model endpoint ${settings.baseUrl} failed (${e.code}): ${e.message}`);
+  }
+  return new EngineError('internal', e instanceof Error ? e.message : String(e));
+}
+
+export class LiveEngine implements Engine {
+  private pool: TracerPool | undefined;
+  private poolPython: string | undefined;
+  private provider: { key: string; provider: Provider } | undefined;
+
+  constructor(private readonly options: LiveEngineOptions) {}
+
+  /** One small pool for the editor (interactive use); rebuilt when the interpreter setting changes. */
+  workers(settings: Settings): TracerPool {
+    const env = this.options.env ?? process.env;
+    const python = resolvePython(settings.pythonPath, env);
+    if (!this.pool || this.poolPython !== python) {
+      void this.pool?.close();
+      this.pool = new TracerPool({ python, size: 2, env });
+      this.poolPython = python;
+    }
+    return this.pool;
+  }
+
+  judge(settings: Settings): JudgeClient {
+    return new JudgeClient(this.workers(settings));
+  }
+
+  /** The configured model, or the baseline when no endpoint is set (always labelled as such). */
+  answerer(access: ModelAccess): { provider: Provider; note: string | undefined } {
+    const s = access.settings;
+    if (!s.baseUrl) {
+      return { provider: new BaselineProvider(), note: 'No model endpoint is configured (execverify.baseUrl), so the trivial baseline answered. Set an endpoint to ask a model.' };
+    }
+    const key = JSON.stringify([s.baseUrl, s.model, s.apiMode, s.requestTimeoutMs, access.apiKey ?? '']);
+    if (this.provider?.key !== key) {
+      this.provider?.provider.close();
+      try {
+        const provider = new ModelProvider({
+          baseURL: s.baseUrl,
+          model: s.model || 'default',
+          apiKey: access.apiKey,
+          api: s.apiMode,
+          timeoutMs: s.requestTimeoutMs,
+          retries: 1,
+          temperature: 0,
+        });
+        this.provider = { key, provider };
+      } catch (e) {
+        throw new EngineError('endpoint_down', `The model endpoint settings are not valid: ${e instanceof Error ? e.message : String(e)}. Check execverify.baseUrl and execverify.model.`);
+      }
+    }
+    return { provider: this.provider.provider, note: undefined };
+  }
+
+  async trace(request: TraceRequest, signal: AbortSignal): Promise<Trace> {
+    const s = request.settings;
+    const pool = request.python ? new TracerPool({ python: request.python, size: 1, env: this.options.env ?? process.env }) : this.workers(s);
+    try {
+      return await pool.trace(
+        {
+          path: request.file,
+          source: request.source,
+          entry: request.entry,
+          cwd: request.cwd ?? path.dirname(request.file),
+          limits: { steps: s.limits.steps, wallTimeMs: s.limits.wallTimeMs, memoryMb: s.limits.memoryMb, ...request.limits },
+        },
+        signal,
+      );
+    } catch (e) {
+      throw fromTracerError(e);
+    } finally {
+      if (pool !== this.pool) void pool.close();
+    }
+  }
+
+  predictStep: Engine['predictStep'] = (trace, step, access, signal) => predictStep(this, trace, step, access, signal);
+  judgeStep: Engine['judgeStep'] = (trace, step, prediction, access, signal) => judgeStep(this, trace, step, prediction, signal, access.settings);
+  verifyCall: Engine['verifyCall'] = (trace, access, signal) => verifyCall(this, trace, access, signal);
+
+  async addSample(input: Parameters<Engine['addSample']>[0]): Promise<{ id: string; added: boolean }> {
+    const sample = buildSample(input);
+    let store: SampleStore;
+    try {
+      store = SampleStore.open(input.storeDir);
+    } catch (e) {
+      throw new EngineError('store_failed', `Cannot open the sample store ${input.storeDir}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    try {
+      const r = store.add(sample);
+      if (r.added) return { id: r.record.id, added: true };
+      if (r.reason === 'duplicate') return { id: r.id, added: false };
+      throw new EngineError('store_failed', `The sample was not valid: ${r.message ?? 'unknown reason'}`);
+    } finally {
+      store.close();
+    }
+  }
+
+  async exportSamples(storeDir: string, params: ExportParams, _settings: Settings): Promise<ExportResult> {
+    const { items } = readStore(storeDir);
+    if (items.length === 0) throw new EngineError('store_failed', `The sample store ${storeDir} is empty: add samples first (“Add to dataset” in the panel).`);
+    const result = exportRecords(items, { format: params.format, out: params.out });
+    return { out: params.out, records: result.rows, files: result.files.map((f) => f.path) };
+  }
+
+  async health(access: ModelAccess, signal: AbortSignal): Promise<Health> {
+    const s = access.settings;
+    if (!s.baseUrl) return { state: 'baseline', endpoint: '', model: '', message: 'Set execverify.baseUrl to ask a model.' };
+    let provider: Provider;
+    try {
+      provider = this.answerer(access).provider;
+    } catch (e) {
+      return { state: 'down', endpoint: s.baseUrl, model: s.model, message: e instanceof Error ? e.message : String(e) };
+    }
+    const timeout = AbortSignal.timeout(5_000);
+    try {
+      const models = await (provider as ModelProvider).client.listModels(AbortSignal.any([signal, timeout]));
+      const served = !s.model || models.includes(s.model);
+      return {
+        state: 'ok',
+        endpoint: s.baseUrl,
+        model: s.model,
+        message: served ? `Serving ${models.length} model(s).` : `The server does not list “${s.model}” (it serves ${models.slice(0, 5).join(', ') || 'none'}).`,
+      };
+    } catch (e) {
+      return { state: 'down', endpoint: s.baseUrl, model: s.model, message: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.provider?.provider.close();
+    await this.pool?.close();
+  }
+}
+
+export function createLiveEngine(options: LiveEngineOptions): Engine {
+  return new LiveEngine(options);
 }

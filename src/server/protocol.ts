@@ -212,7 +212,7 @@ export type AddSampleResult = z.infer<typeof AddSampleResultSchema>;
 export const ExportFormatSchema = z.enum(['verl', 'trl', 'openrlhf', 'sharegpt', 'cwm']);
 export const ExportParamsSchema = z.object({ format: ExportFormatSchema, out: z.string() });
 export type ExportParams = z.infer<typeof ExportParamsSchema>;
-export const ExportResultSchema = z.object({ out: z.string(), records: z.number().int().nonnegative() });
+export const ExportResultSchema = z.object({ out: z.string(), records: z.number().int().nonnegative(), files: z.array(z.string()) });
 export type ExportResult = z.infer<typeof ExportResultSchema>;
 
 export const InputsParamsSchema = z.object({ uri: z.string(), function: z.string() });

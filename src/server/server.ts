@@ -72,6 +72,8 @@ export class EngineServer {
   private inlineMode: 'notifications' | 'inlayHints' = 'inlayHints';
   private root: string | undefined;
   private pullConfiguration = false;
+  /** The first settings pull; requests wait for it (bounded) so they never run with defaults by accident. */
+  private settingsLoaded: Promise<void> = Promise.resolve();
   private readonly lensCache = new Map<string, { version: number; functions: PyFunction[] }>();
 
   constructor(
@@ -102,7 +104,9 @@ export class EngineServer {
         serverInfo: { name: 'execverify-server', version: '0.1.0' },
       };
     });
-    c.onInitialized(() => void this.refreshSettings(undefined));
+    c.onInitialized(() => {
+      this.settingsLoaded = this.refreshSettings(undefined);
+    });
     c.onDidChangeConfiguration((p) => void this.refreshSettings(p.settings));
     c.onCodeLens((p) => this.codeLenses(p.textDocument.uri));
     c.languages.inlayHint.on((p) => this.inlayHints(p.textDocument.uri, p.range.start.line, p.range.end.line));
@@ -143,6 +147,7 @@ export class EngineServer {
         return new ResponseError(ENGINE_ERROR, `Bad ${method} parameters: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, { code: 'bad_params' });
       }
       try {
+        await Promise.race([this.settingsLoaded, new Promise((r) => setTimeout(r, 2_000))]);
         return await run(parsed.data, token);
       } catch (e) {
         if (token.isCancellationRequested || (e instanceof EngineError && e.code === 'cancelled')) {
@@ -325,7 +330,7 @@ export class EngineServer {
     if (record.verdict) return record.verdict;
     const run = this.requireRun(record.prediction.runId);
     const signal = abortSignalOf(token);
-    const j = await this.engine.judgeStep(run.trace, record.prediction.step, record.result, signal);
+    const j = await this.engine.judgeStep(run.trace, record.prediction.step, record.result, this.access(), signal);
     record.verdict = {
       predictionId: record.prediction.id,
       runId: run.id,
@@ -395,7 +400,7 @@ export class EngineServer {
     if (verificationId && !v) throw new EngineError('bad_params', `No verification ${verificationId}; verify the call again.`);
     const run = this.requireRun(v ? v.verification.runId : (runId ?? ''));
     const storeDir = this.storeDir();
-    const r = await this.engine.addSample({ trace: run.trace, file: run.file, entry: run.entry, verification: v?.result, settings: this.settings, storeDir });
+    const r = await this.engine.addSample({ trace: run.trace, file: run.file, entry: run.entry, verification: v?.result, settings: this.settings, storeDir, root: this.root });
     return { ...r, store: storeDir };
   }
 

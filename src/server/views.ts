@@ -84,37 +84,44 @@ function lineTexts(trace: Trace): string[][] {
 }
 
 /**
- * The line that runs next in the same frame after each `line` event
- * (SEMANTICS §2, "step over"): -1 when the frame returns or raises instead.
- * One backward pass, so it stays linear on big traces.
+ * For each `line` event, the index of the next event of the same frame (the
+ * state after the line, SEMANTICS §2) and the line that runs next there
+ * ("step over"; -1 when the frame returns or raises instead). One backward
+ * pass, so it stays linear on big traces.
  */
-export function nextLines(trace: Trace): (number | null)[] {
-  const out: (number | null)[] = new Array(trace.steps.length).fill(null);
-  const following = new Map<number, number>(); // frame → the next event's line (-1 for return/exception)
-  for (let i = trace.steps.length - 1; i >= 0; i--) {
+export function followers(trace: Trace): { index: (number | null)[]; line: (number | null)[] } {
+  const n = trace.steps.length;
+  const index: (number | null)[] = new Array(n).fill(null);
+  const line: (number | null)[] = new Array(n).fill(null);
+  const following = new Map<number, number>(); // frame → index of its next event
+  for (let i = n - 1; i >= 0; i--) {
     const s = trace.steps[i]!;
     if (s.event === 'line') {
-      out[i] = following.get(s.frame) ?? null;
-      following.set(s.frame, s.line);
-    } else if (s.event === 'return' || s.event === 'exception') {
-      following.set(s.frame, -1);
-    } else if (s.event === 'call') {
-      following.delete(s.frame);
+      const next = following.get(s.frame);
+      if (next !== undefined) {
+        index[i] = next;
+        const t = trace.steps[next]!;
+        line[i] = t.event === 'line' ? t.line : t.event === 'return' || t.event === 'exception' ? -1 : null;
+      }
     }
+    if (s.event === 'call' && !s.resumed) following.delete(s.frame);
+    else following.set(s.frame, i);
   }
-  return out;
+  return { index, line };
 }
 
 export function panelRows(run: Run, store: RunStore): PanelRow[] {
   const trace = run.trace;
   const texts = lineTexts(trace);
-  const next = nextLines(trace);
+  const next = followers(trace);
   const byStep = new Map<number, PredictionRecord>();
   for (const p of store.predictionsFor(run.id)) byStep.set(p.prediction.step, p);
   return trace.steps.map((s, i) => {
+    // A line's row shows what running it changed: the diff carried by the frame's next event.
+    const after = s.event === 'line' ? (next.index[i] !== null ? trace.steps[next.index[i]!] : undefined) : s;
     const changes: string[] = [];
-    if (s.set) for (const [name, v] of Object.entries(s.set)) changes.push(`${name} = ${clip(v.repr)}`);
-    if (s.del) for (const name of s.del) changes.push(`del ${name}`);
+    if (after?.set) for (const [name, v] of Object.entries(after.set)) changes.push(`${name} = ${clip(v.repr)}`);
+    if (after?.del) for (const name of after.del) changes.push(`del ${name}`);
     if (s.event === 'return' && s.value) changes.push(`→ ${clip(s.value.repr)}`);
     if (s.event === 'exception' && s.exc) changes.push(`! ${s.exc.type}: ${clip(s.exc.message)}`);
     const row: PanelRow = {
@@ -125,7 +132,7 @@ export function panelRows(run: Run, store: RunStore): PanelRow[] {
       line: s.line,
       text: (texts[s.file]?.[s.line - 1] ?? '').trim(),
       changes,
-      nextLine: next[i] ?? null,
+      nextLine: next.line[i] ?? null,
     };
     const p = byStep.get(s.i);
     if (p) {

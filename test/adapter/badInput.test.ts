@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { closePool, launch, program, startAdapter, type Adapter } from './harness';
+import { closePool, program, startSession, startAdapter, type Adapter } from './harness';
 
 let current: Adapter | undefined;
 afterEach(async () => {
@@ -48,7 +48,7 @@ test('an entry that raises is replayed to its end, then the exception is reporte
   const terminated = a.dc.waitForEvent('terminated');
   const exited = a.dc.waitForEvent('exited');
   // No exception filters: the replay runs straight to the end of the recording.
-  await launch(a, { program: program('dbg_raise.py'), entry: 'run()', stopOnEntry: false }, { exceptionFilters: [] }).catch(() => undefined);
+  await startSession(a, { program: program('dbg_raise.py'), entry: 'run()', stopOnEntry: false }, { exceptionFilters: [] });
   assert.equal((await exited).body.exitCode, 1);
   await terminated;
   const important = a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
@@ -59,7 +59,7 @@ test('a run that hits the steps limit says so, replays what was recorded, and en
   const a = (current = await startAdapter());
   const terminated = a.dc.waitForEvent('terminated');
   const exited = a.dc.waitForEvent('exited');
-  await launch(a, { program: program('dbg_forever.py'), entry: 'spin()', stopOnEntry: false, limits: { steps: 200 } }).catch(() => undefined);
+  await startSession(a, { program: program('dbg_forever.py'), entry: 'spin()', stopOnEntry: false, limits: { steps: 200 } });
   const ev = await exited;
   assert.equal(ev.body.outcome.kind, 'limit');
   assert.equal(ev.body.outcome.limit, 'steps');

@@ -7,8 +7,8 @@ import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { replaySessionDeps } from '../../src/adapter/nodeDeps';
 import { ReplayDebugSession } from '../../src/adapter/replayDebugSession';
-import { tracerRecorder, type TracePool } from '../../src/adapter/tracerRecorder';
-import { testTracePool } from './tracePool';
+import { tracerRecorder, type TracerPools } from '../../src/adapter/tracerRecorder';
+import { testTracePools } from './tracePool';
 
 export const REPO = path.resolve(__dirname, '../..');
 export const PROGRAMS = path.join(REPO, 'test/fixtures/programs');
@@ -21,21 +21,21 @@ export interface Adapter {
   close(): Promise<void>;
 }
 
-let sharedPool: (TracePool & { close(): Promise<void> | void }) | undefined;
+let sharedPools: TracerPools | undefined;
 
-/** One tracer pool per test file, closed by `closePool` in an `after` hook. */
-export function pool(): TracePool {
-  sharedPool ??= testTracePool();
-  return sharedPool;
+/** One set of tracer pools per test file, closed by `closePool` in an `after` hook. */
+export function pools(): TracerPools {
+  sharedPools ??= testTracePools();
+  return sharedPools;
 }
 
 export async function closePool(): Promise<void> {
-  await sharedPool?.close();
-  sharedPool = undefined;
+  await sharedPools?.close();
+  sharedPools = undefined;
 }
 
 export async function startAdapter(): Promise<Adapter> {
-  const recorder = tracerRecorder(pool());
+  const recorder = tracerRecorder(pools().poolFor);
   const server = net.createServer((socket) => {
     const session = new ReplayDebugSession(replaySessionDeps({ recorder, cwd: PROGRAMS }));
     session.setRunAsServer(true);
@@ -46,9 +46,10 @@ export async function startAdapter(): Promise<Adapter> {
   const dc = new DebugClient('node', 'unused', 'execverify');
   dc.defaultTimeout = 20_000;
   const events: DebugProtocol.Event[] = [];
-  const original = dc.dispatch.bind(dc) as (body: string) => void;
   // Keep a log of every event so tests can assert order and content.
-  (dc as unknown as { dispatch(body: string): void }).dispatch = (body: string) => {
+  const client = dc as unknown as { dispatch(body: string): void };
+  const original = client.dispatch.bind(dc);
+  client.dispatch = (body: string) => {
     const msg = JSON.parse(body) as DebugProtocol.ProtocolMessage;
     if (msg.type === 'event') events.push(msg as DebugProtocol.Event);
     original(body);
@@ -64,12 +65,20 @@ export async function startAdapter(): Promise<Adapter> {
   };
 }
 
-/** Launches a program and waits for the first stop (or termination). */
-export async function launch(
-  a: Adapter,
-  config: Record<string, unknown>,
-  options: { breakpoints?: { line: number; condition?: string; hitCondition?: string }[]; exceptionFilters?: string[] } = {},
-): Promise<DebugProtocol.StoppedEvent> {
+export interface LaunchOptions {
+  breakpoints?: { line: number; condition?: string; hitCondition?: string }[];
+  exceptionFilters?: string[];
+}
+
+/** Launches a program and waits for the first stop. */
+export async function launch(a: Adapter, config: Record<string, unknown>, options: LaunchOptions = {}): Promise<DebugProtocol.StoppedEvent> {
+  const stopped = a.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+  await startSession(a, config, options);
+  return stopped;
+}
+
+/** Runs the initialize / launch / configuration sequence without waiting for a stop. */
+export async function startSession(a: Adapter, config: Record<string, unknown>, options: LaunchOptions = {}): Promise<void> {
   const { dc } = a;
   const configured = (async () => {
     await dc.waitForEvent('initialized');
@@ -80,10 +89,8 @@ export async function launch(
     await dc.configurationDoneRequest();
   })();
   await dc.initializeRequest({ adapterID: 'execverify', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path', supportsProgressReporting: true });
-  const stopped = dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
   await dc.launchRequest({ type: 'execverify', request: 'launch', name: 'test', ...config } as DebugProtocol.LaunchRequestArguments);
   await configured;
-  return stopped;
 }
 
 /** Where the adapter is now: top frame name and line, and the step index. */

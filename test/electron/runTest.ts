@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { downloadAndUnzipVSCode, runTests } from '@vscode/test-electron';
 import { startOpenAIServer } from '../support/openai-server.ts';
-import { modelScript } from './suite/model-script.ts';
+import { scenarioScript } from '../e2e/model-script.ts';
 
 const repo = resolve(process.cwd());
 const VSCODE_VERSION = process.env.VSCODE_VERSION ?? '1.100.3';
@@ -44,7 +44,7 @@ function workspace(name: string, settings: Record<string, unknown>): string {
 
 async function main(): Promise<number> {
   const extensionTestsPath = await bundleSuite();
-  const model = await startOpenAIServer({ script: modelScript });
+  const model = await startOpenAIServer({ script: scenarioScript() });
   try {
     const settings = { 'execverify.baseUrl': model.url, 'execverify.model': 'test-model', 'execverify.reveal': 'onStep' };
     const trusted = workspace('trusted', settings);

@@ -103,7 +103,7 @@ test('every well-formed ground truth in the reward vectors matches GroundTruthSc
 test('cruxeval vectors: official rules through the worker, pass@k in TypeScript', async () => {
   const v = load<{ samples: CruxCase[]; pass_at_k: { n: number; c: number; k: number; expect: number }[] }>('cruxeval.json');
   for (const s of v.samples) {
-    const [row] = await judge.cruxevalScore([s], s.mode);
+    const [row] = await judge.cruxevalScore([s], s.mode, s.timeout_s ? { timeoutS: s.timeout_s } : {});
     assert.deepEqual(row!.map((x) => x.correct), s.expect, s.name);
   }
   for (const p of v.pass_at_k) assert.ok(Math.abs(passAtK(p.n, p.c, p.k) - p.expect) < 1e-12, JSON.stringify(p));

@@ -88,9 +88,16 @@ export class JudgeClient {
   }
 
   /** Official CRUXEval scoring of each sample's generations (one verdict per generation). */
-  async cruxevalScore(samples: CruxevalSample[], mode: 'input' | 'output', signal?: AbortSignal): Promise<Verdict[][]> {
+  async cruxevalScore(
+    samples: CruxevalSample[],
+    mode: 'input' | 'output',
+    options: { timeoutS?: number } = {},
+    signal?: AbortSignal,
+  ): Promise<Verdict[][]> {
     const n = samples.reduce((s, x) => s + x.generations.length, 0);
-    const raw = await this.workers.request('cruxeval_score', { samples, mode }, signal, timeoutFor(n));
+    const params: Record<string, unknown> = { samples, mode };
+    if (options.timeoutS !== undefined) params.timeout_s = options.timeoutS;
+    const raw = await this.workers.request('cruxeval_score', params, signal, timeoutFor(n, options.timeoutS));
     return check('cruxeval_score', z.object({ results: z.array(z.array(VerdictSchema)) }), raw).results;
   }
 }

@@ -7,6 +7,7 @@ import { Accounting, type RunStats } from './accounting';
 import type { AnswerFormat } from './answers';
 import type { StreamEvent } from './client';
 import type { AnswerRequest, BaselineQuestion, Provider, ProviderInfo, ProviderReply } from './provider';
+import type { RenderedPrompt } from './templates';
 import type { DecodedTrace } from '../trace/decode';
 
 export const BASELINE_LABEL = 'baseline';
@@ -15,9 +16,9 @@ export const BASELINE_LABEL = 'baseline';
 function answerText(q: BaselineQuestion, format: AnswerFormat): string {
   switch (q.kind) {
     case 'next_line':
-      // ExecVerify answers with the verbatim source text; REval and JSON with line numbers.
+      // The line formats answer with the verbatim source text; the JSON one with a line number.
       if (q.following.line < 0) return '-1';
-      return format === 'execverify' ? q.following.text : String(q.following.line);
+      return format === 'next_step_json' ? String(q.following.line) : q.following.text;
     case 'state':
     case 'state_any':
       return q.before ? `${q.before.repr}; ${q.before.type}` : 'Nil';
@@ -127,6 +128,27 @@ export function baselineQuestion(decoded: DecodedTrace, site: QuestionSite): Bas
       return { kind: site.kind, var: name, before };
     }
   }
+}
+
+/**
+ * The request for one rendered prompt (src/engine/model/templates): its
+ * prompt, format, stop sequences and template version, plus the baseline's
+ * view of its questions taken from the decoded trace.
+ */
+export function answerRequest(
+  rendered: RenderedPrompt,
+  decoded: DecodedTrace,
+  options: { samples?: number; signal?: AbortSignal } = {},
+): AnswerRequest {
+  return {
+    prompt: rendered.prompt,
+    format: rendered.format,
+    questions: rendered.questions.map((q) => baselineQuestion(decoded, q)),
+    templateVersion: rendered.template,
+    ...(rendered.stop ? { stop: rendered.stop } : {}),
+    structured: rendered.structured,
+    ...options,
+  };
 }
 
 export function isBaseline(provider: Provider): boolean {

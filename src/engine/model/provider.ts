@@ -39,6 +39,10 @@ export interface AnswerRequest {
   samples?: number;
   /** The template's name@version: part of the response cache key. */
   templateVersion?: string;
+  /** The template's stop sequences (text-completion templates stop at their closing tag). */
+  stop?: string[];
+  /** The answer is the next-step JSON: constrain it with its schema where the server can. */
+  structured?: boolean;
   signal?: AbortSignal;
 }
 
@@ -94,12 +98,13 @@ export class ModelProvider implements Provider {
   #request(request: AnswerRequest) {
     // The interactive JSON format is constrained by its schema where the server can.
     const output: { name: string; schema: z.ZodTypeAny } | undefined =
-      request.format === 'next_step_json' ? { name: 'next_step', schema: NextStepAnswerSchema } : undefined;
+      request.structured || request.format === 'next_step_json' ? { name: 'next_step', schema: NextStepAnswerSchema } : undefined;
     return {
       prompt: request.prompt,
       samples: request.samples,
       templateVersion: request.templateVersion,
       signal: request.signal,
+      ...(request.stop ? { sampling: { stop: request.stop } } : {}),
       ...(output ? { output } : {}),
     };
   }

@@ -35,7 +35,7 @@ function toHeaders(raw: http.IncomingHttpHeaders): Headers {
 }
 
 /** The read-only part of the Headers interface the SDK uses, over node's parsed headers. */
-class PlainHeaders {
+export class PlainHeaders {
   constructor(private readonly raw: http.IncomingHttpHeaders) {}
   get(name: string): string | null {
     const value = this.raw[name.toLowerCase()];
@@ -96,8 +96,28 @@ class BufferedResponse {
   }
 }
 
+/** Raised by postJson when the whole exchange took longer than its timeout. */
+export class TransportTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`no complete answer within ${timeoutMs} ms`);
+    this.name = 'TransportTimeoutError';
+  }
+}
+
+/** A complete JSON exchange: the status, the headers and the body text. */
+export interface Exchange {
+  status: number;
+  headers: PlainHeaders;
+  text: string;
+}
+
 export interface Transport {
   fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  /**
+   * POSTs a JSON body and reads the whole answer: the hot path for
+   * non-streaming requests, with no web-stream or Response objects at all.
+   */
+  postJson(url: string, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange>;
   /** Closes idle keep-alive sockets. */
   close(): void;
 }
@@ -233,8 +253,73 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
     });
   }
 
+  function postJson(url: string, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange> {
+    const { signal, timeoutMs } = options;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const target = new URL(url);
+    const secure = target.protocol === 'https:';
+    const payload = Buffer.from(body);
+    return new Promise<Exchange>((resolve, reject) => {
+      let settled = false;
+      const fail = (err: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        req.destroy();
+        reject(err);
+      };
+      const onAbort = () => fail(abortError(signal!));
+      const timer = setTimeout(() => fail(new TransportTimeoutError(timeoutMs)), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const req = (secure ? https : http).request(
+        {
+          hostname: target.hostname.replace(/^\[|\]$/g, ''),
+          port: target.port || (secure ? 443 : 80),
+          path: target.pathname + target.search,
+          method: 'POST',
+          headers: { ...headers, 'content-length': String(payload.length) },
+          agent: secure ? httpsAgent : httpAgent,
+        },
+        (res) => {
+          const declared = Number(res.headers['content-length']);
+          if (Number.isFinite(declared) && declared > limit) {
+            res.destroy();
+            fail(new ResponseTooLargeError(limit));
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > limit) {
+              res.destroy();
+              fail(new ResponseTooLargeError(limit));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('end', () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            resolve({ status: res.statusCode ?? 0, headers: new PlainHeaders(res.headers), text: Buffer.concat(chunks).toString('utf8') });
+          });
+          res.on('error', fail);
+          res.on('close', () => {
+            if (!res.complete) fail(new Error('the connection closed before the answer was complete'));
+          });
+        },
+      );
+      req.on('error', fail);
+      req.end(payload);
+    });
+  }
+
   return {
     fetch: fetchImpl,
+    postJson,
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();

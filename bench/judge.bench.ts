@@ -1,0 +1,82 @@
+// Judge throughput of ONE worker, through the real JSON-lines protocol:
+//   state answers/s      (target ≥ 20,000)  — literal parsing, type normalisation, Python ==
+//   sandboxed answers/s  (target ≥ 500)     — output answers that are expressions, evaluated in the sandbox
+// Run: npm run bench:judge  (not part of the test suite; prints numbers).
+import * as os from 'node:os';
+import { TracerPool } from '../src/engine/trace/runner';
+import { JudgeClient, type JudgeItem } from '../src/engine/judge/client';
+
+const STATE_ANSWERS = 100_000;
+const EXPR_ANSWERS = 4_000;
+const BATCH = 5_000;
+
+function stateItems(n: number): JudgeItem[] {
+  // A realistic mix: ints, strings, lists, dicts, floats, None, Nil, wrong types.
+  const shapes: [string, { repr: string; type: string; literal: boolean }][] = [
+    ['3; int', { repr: '3', type: 'int', literal: true }],
+    ["'abc'; str", { repr: "'abc'", type: 'str', literal: true }],
+    ['[1, 2, 3]; List[int]', { repr: '[1, 2, 3]', type: 'list', literal: true }],
+    ["{'a': 1, 'b': [2]}; dict", { repr: "{'a': 1, 'b': [2]}", type: 'dict', literal: true }],
+    ['0.30000001; float', { repr: '0.3', type: 'float', literal: true }],
+    ['None; NoneType', { repr: 'None', type: 'NoneType', literal: true }],
+    ['4; str', { repr: '4', type: 'int', literal: true }],
+    ['(1, 2); tuple', { repr: '(1, 2)', type: 'tuple', literal: true }],
+  ];
+  return Array.from({ length: n }, (_, i) => {
+    const [answer, truth] = shapes[i % shapes.length]!;
+    return { kind: 'state' as const, answer, truth };
+  });
+}
+
+function exprItems(n: number): JudgeItem[] {
+  const shapes: [string, { repr: string; type: string; literal: boolean }][] = [
+    ['sorted([3, 1, 2])', { repr: '[1, 2, 3]', type: 'list', literal: true }],
+    ["'ab' * 2", { repr: "'abab'", type: 'str', literal: true }],
+    ['sum(range(10))', { repr: '45', type: 'int', literal: true }],
+    ["dict(a=1)", { repr: "{'a': 1}", type: 'dict', literal: true }],
+  ];
+  return Array.from({ length: n }, (_, i) => {
+    const [answer, value] = shapes[i % shapes.length]!;
+    return { kind: 'output' as const, answer, truth: { value } };
+  });
+}
+
+/** Wall-clock rate through the protocol, and the rate per CPU second of the worker's judging (immune to a busy machine). */
+async function rate(pool: TracerPool, items: JudgeItem[]): Promise<{ perSecond: number; perCpuSecond: number; correct: number }> {
+  const t0 = performance.now();
+  let correct = 0;
+  let cpuMs = 0;
+  for (let i = 0; i < items.length; i += BATCH) {
+    const batch = items.slice(i, i + BATCH);
+    const r = (await pool.request('judge_batch', { items: batch }, undefined, 600_000)) as { verdicts: { correct: boolean }[]; cpu_ms: number };
+    if (r.verdicts.length !== batch.length) throw new Error('verdict count differs');
+    correct += r.verdicts.filter((v) => v.correct).length;
+    cpuMs += r.cpu_ms;
+  }
+  return { perSecond: items.length / ((performance.now() - t0) / 1000), perCpuSecond: items.length / (cpuMs / 1000), correct };
+}
+
+async function main() {
+  const pool = new TracerPool({ size: 1 });
+  const judge = new JudgeClient(pool);
+  try {
+    await rate(pool, stateItems(2_000)); // warm the worker
+    const state = await rate(pool, stateItems(STATE_ANSWERS));
+    const expr = await rate(pool, exprItems(EXPR_ANSWERS));
+    const single = performance.now();
+    for (let i = 0; i < 50; i++) await judge.judge(exprItems(1)[0]!);
+    const singleRate = 50 / ((performance.now() - single) / 1000);
+    const line = (name: string, r: number, target: number) =>
+      `${name.padEnd(40)} ${Math.round(r).toLocaleString('en-US').padStart(9)}/s   target ≥ ${target.toLocaleString('en-US')}  ${r >= target ? 'OK' : 'BELOW TARGET'}`;
+    console.log(`judge throughput, one worker (JSON-lines protocol included); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism()} cores`);
+    console.log(line(`state answers (${STATE_ANSWERS.toLocaleString('en-US')})`, state.perSecond, 20_000));
+    console.log(`${'  per CPU second of the worker'.padEnd(40)} ${Math.round(state.perCpuSecond).toLocaleString('en-US').padStart(9)}/s`);
+    console.log(line(`sandboxed expression answers (${EXPR_ANSWERS})`, expr.perSecond, 500));
+    console.log(`${'  (one expression per request, 1 fork each)'.padEnd(40)} ${Math.round(singleRate).toLocaleString('en-US').padStart(9)}/s`);
+    console.log(`correct: state ${state.correct}/${STATE_ANSWERS}, expressions ${expr.correct}/${EXPR_ANSWERS}`);
+  } finally {
+    await pool.close();
+  }
+}
+
+void main();

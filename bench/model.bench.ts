@@ -1,0 +1,143 @@
+// Model client benchmark (not part of the test suite): requests per second at
+// concurrency 1, 16 and 64 against an instant local OpenAI-compatible server,
+// the client's overhead against a bare node:http loop in the same run, and the
+// share of prompt tokens that questions about one traced call have in common
+// (what a server's prefix cache can reuse).
+//
+//   npm run bench:model [-- --requests 3000 --rounds 3]
+//
+// The server runs in its own process so its work does not share the client's
+// event loop; bare loop and client send the same body and parse the same JSON.
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ModelClient } from '../src/engine/model/client';
+import { chatPrompt } from '../src/engine/model/prompt';
+import { buildRequestBody } from '../src/engine/model/wire';
+import { measurePrefixSharing } from './model-prefix';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '3000' },
+    rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '1,16,64' },
+  },
+});
+const REQUESTS = Number(values.requests);
+const ROUNDS = Number(values.rounds);
+const LEVELS = values.concurrency.split(',').map(Number);
+
+async function startServer(): Promise<{ url: string; stop: () => void }> {
+  const root = path.resolve(__dirname, '..');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/openai-server.ts', '--quiet'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.on('data', (d: Buffer) => {
+      const m = /listening (\S+)/.exec(String(d));
+      if (m) resolve(m[1]!);
+    });
+  });
+  return { url, stop: () => child.kill() };
+}
+
+const prompt = chatPrompt([
+  { role: 'system', content: 'You are an execution-reasoning model. Answer inside <answer></answer>.' },
+  { role: 'user', content: 'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\nQuestion1: Fill the assertion statement.\nassert f([1, 2]) == ??' },
+]);
+
+async function loop(concurrency: number, total: number, one: () => Promise<unknown>): Promise<number> {
+  let started = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (started++ < total) await one();
+    }),
+  );
+  return (total / (performance.now() - t0)) * 1000;
+}
+
+async function throughput(url: string) {
+  const target = new URL(`${url}/chat/completions`);
+  // The same request body the client sends; the bare loop serialises it per request as any client must.
+  const request = buildRequestBody({ model: 'test-model', api: 'chat' }, { prompt }, 1, { temperature: 0, maxTokens: 64 }, false);
+  const rows: { concurrency: number; bare: number; client: number; overhead: number }[] = [];
+  for (const concurrency of LEVELS) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+    const bare = () =>
+      new Promise<unknown>((resolve, reject) => {
+        const body = JSON.stringify(request);
+        const req = http.request(
+          { hostname: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const client = new ModelClient({ baseURL: url, model: 'test-model', concurrency, temperature: 0, maxTokens: 64, retries: 0 });
+    const viaClient = () => client.complete({ prompt });
+    // Warm both paths (JIT, sockets), then alternate rounds so drift hits both alike; keep each side's best.
+    await loop(concurrency, Math.min(500, REQUESTS), bare);
+    await loop(concurrency, Math.min(500, REQUESTS), viaClient);
+    let bestBare = 0;
+    let bestClient = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      bestBare = Math.max(bestBare, await loop(concurrency, REQUESTS, bare));
+      bestClient = Math.max(bestClient, await loop(concurrency, REQUESTS, viaClient));
+    }
+    const stats = client.stats();
+    if (stats.failures > 0) throw new Error(`the client failed ${stats.failures} requests during the benchmark`);
+    client.close();
+    agent.destroy();
+    rows.push({ concurrency, bare: bestBare, client: bestClient, overhead: 1 - bestClient / bestBare });
+  }
+  return rows;
+}
+
+/** Rough tokens: words and single punctuation marks (close to BPE counts for code). */
+function tokens(text: string): string[] {
+  return text.match(/\w+|[^\w\s]/g) ?? [];
+}
+
+/** Share of all prompt tokens that lie in the prefix every prompt shares. */
+export function prefixShare(prompts: string[]): { prompts: number; tokens: number; commonPrefix: number; share: number } {
+  const toks = prompts.map(tokens);
+  if (toks.length === 0) return { prompts: 0, tokens: 0, commonPrefix: 0, share: 0 };
+  let lcp = Math.min(...toks.map((t) => t.length));
+  for (const t of toks.slice(1)) {
+    let i = 0;
+    while (i < lcp && t[i] === toks[0]![i]) i++;
+    lcp = i;
+  }
+  const total = toks.reduce((s, t) => s + t.length, 0);
+  return { prompts: prompts.length, tokens: total, commonPrefix: lcp, share: total ? (lcp * toks.length) / total : 0 };
+}
+
+
+async function main() {
+  const server = await startServer();
+  try {
+    console.log(`model client throughput: ${REQUESTS} requests per round, best of ${ROUNDS} rounds, instant local server (separate process)`);
+    console.log('concurrency   bare node:http req/s   ModelClient req/s   overhead');
+    for (const row of await throughput(server.url)) {
+      console.log(
+        `${String(row.concurrency).padStart(11)}   ${row.bare.toFixed(0).padStart(20)}   ${row.client.toFixed(0).padStart(17)}   ${(row.overhead * 100).toFixed(1).padStart(7)}%${row.overhead > 0.15 ? '  (above the 15% target)' : ''}`,
+      );
+    }
+  } finally {
+    server.stop();
+  }
+  await measurePrefixSharing(prefixShare);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

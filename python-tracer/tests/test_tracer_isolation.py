@@ -1,0 +1,204 @@
+"""Every bad program gets a clear outcome of its own; the worker survives it and
+the next job is traced correctly. Runs through a real `python -m
+execverify.worker` process, as the editor and the CLI use it."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import unittest
+
+from .tracer_support import Worker
+
+GOOD = "def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n"
+QUICK = {"wallTimeMs": 1500, "cpuTimeMs": 1000, "memoryMb": 200}
+
+
+class BadProgramsInOneWorker(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def bad(self, src, expr="f()", **limits):
+        lim = dict(QUICK)
+        lim.update(limits)
+        trace = self.w.trace(src, expr, limits=lim)
+        # the worker is alive and the next job is right
+        self.assertTrue(self.w.request("ping")["ok"])
+        nxt = self.w.trace(GOOD, "f([1, 2, 3])")
+        self.assertEqual(nxt["outcome"]["value"]["repr"], "6")
+        self.assertEqual(nxt["stdout"]["text"], "")
+        return trace
+
+    def assertLimit(self, trace, limit):
+        self.assertEqual((trace["outcome"]["kind"], trace["outcome"].get("limit")), ("limit", limit), trace["outcome"])
+
+    def test_hang_hits_a_time_limit_and_keeps_its_steps(self):
+        t = self.bad("def f():\n    n = 0\n    while True:\n        n += 1\n")
+        self.assertIn(t["outcome"].get("limit"), ("cpu_time", "wall_time"))
+        self.assertGreater(len(t["steps"]), 10)
+        self.assertEqual(t["steps"][0]["event"], "call")
+
+    def test_sleeping_forever_hits_the_wall_limit(self):
+        t = self.bad("import time\ndef f():\n    x = 1\n    time.sleep(60)\n", wallTimeMs=800)
+        self.assertLimit(t, "wall_time")
+        self.assertEqual([s["line"] for s in t["steps"] if s["event"] == "line"], [3, 4])
+
+    def test_crash_of_the_interpreter(self):
+        t = self.bad("import ctypes\ndef f():\n    ctypes.string_at(0)\n")
+        self.assertEqual((t["outcome"]["kind"], t["outcome"]["signal"]), ("crashed", "SIGSEGV"))
+
+    def test_os_exit_is_a_crash_with_its_code_and_steps_kept(self):
+        t = self.bad("import os\ndef f():\n    x = 1\n    os._exit(3)\n")
+        self.assertEqual((t["outcome"]["kind"], t["outcome"]["exitCode"]), ("crashed", 3))
+        self.assertEqual([s["line"] for s in t["steps"] if s["event"] == "line"], [3, 4])
+
+    def test_sys_exit_is_exited(self):
+        t = self.bad("import sys\ndef f():\n    sys.exit(4)\n")
+        self.assertEqual(t["outcome"], {"kind": "exited", "code": 4})
+
+    def test_fork_is_refused(self):
+        self.assertLimit(self.bad("import os\ndef f():\n    return os.fork()\n"), "fork")
+
+    def test_subprocess_is_refused(self):
+        self.assertLimit(self.bad("import subprocess\ndef f():\n    return subprocess.call(['true'])\n"), "fork")
+
+    def test_reading_stdin(self):
+        self.assertLimit(self.bad("def f():\n    return input('name? ')\n"), "stdin")
+        self.assertLimit(self.bad("import sys\ndef f():\n    return sys.stdin.read()\n"), "stdin")
+
+    def test_printing_gigabytes_is_cut_at_the_output_limit(self):
+        t = self.bad("def f():\n    while True:\n        print('x' * 10000)\n", outputBytes=50000)
+        self.assertLimit(t, "output")
+        self.assertTrue(t["stdout"]["truncated"])
+        self.assertEqual(len(t["stdout"]["text"]), 50000)
+
+    def test_endless_recursion(self):
+        t = self.bad("def f(n=0):\n    return f(n + 1)\n", recursionDepth=200)
+        self.assertLimit(t, "recursion")
+        self.assertEqual(max(s["depth"] for s in t["steps"]), 199)
+
+    def test_recursion_error_raised_by_python_is_the_recursion_limit(self):
+        # A deep recursion through an untraced builtin: Python's own guard fires.
+        t = self.bad("import json\ndef f():\n    return json.loads('[' * 100000 + ']' * 100000)\n")
+        self.assertLimit(t, "recursion")
+
+    def test_memory_limit(self):
+        t = self.bad("def f():\n    keep = []\n    while True:\n        keep.append(bytearray(10 ** 7))\n", memoryMb=150,
+                     cpuTimeMs=5000, wallTimeMs=8000)
+        self.assertLimit(t, "memory")
+
+    def test_one_huge_allocation(self):
+        self.assertLimit(self.bad("def f():\n    return bytearray(10 ** 11)\n"), "memory")
+
+    def test_step_limit(self):
+        t = self.bad(GOOD, "f(range(1000))", steps=50)
+        self.assertLimit(t, "steps")
+        self.assertEqual(len(t["steps"]), 50)
+
+    def test_trace_size_limit(self):
+        t = self.bad("def f():\n    s = ''\n    for i in range(2000):\n        s += str(i)\n", traceBytes=20000)
+        self.assertLimit(t, "trace_size")
+        self.assertLessEqual(sum(len(str(s)) for s in t["steps"]), 40000)
+
+    def test_file_writes_and_network_are_refused_inside_the_program(self):
+        path = os.path.join(tempfile.gettempdir(), "execverify-must-not-exist.txt")
+        t = self.bad("def f(p):\n    open(p, 'w').write('x')\n", "f(%r)" % path)
+        self.assertEqual((t["outcome"]["kind"], t["outcome"]["type"]), ("raised", "PermissionError"))
+        self.assertFalse(os.path.exists(path))
+        t = self.bad("import socket\ndef f():\n    return socket.create_connection(('127.0.0.1', 9))\n")
+        self.assertEqual((t["outcome"]["kind"], t["outcome"]["type"]), ("raised", "PermissionError"))
+
+    def test_killing_the_worker_is_refused(self):
+        t = self.bad("import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGKILL)\n")
+        self.assertEqual(t["outcome"]["type"], "PermissionError")
+
+    def test_writing_into_the_protocol_pipe_is_impossible(self):
+        # fds above 2 are closed in the child; 1 is /dev/null
+        t = self.bad("import os\ndef f():\n    for fd in range(1, 20):\n        try:\n            os.write(fd, b'{garbage}\\n')\n        except OSError:\n            pass\n    return 1\n")
+        self.assertEqual(t["outcome"]["kind"], "returned")
+
+    def test_turning_tracing_off_is_refused(self):
+        t = self.bad("import sys\ndef f():\n    sys.settrace(None)\n    return 1\n")
+        self.assertEqual((t["outcome"]["kind"], t["outcome"]["type"]), ("raised", "RuntimeError"))
+
+
+class BadValues(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def value_of(self, trace, name):
+        for s in reversed(trace["steps"]):
+            if name in (s.get("set") or {}):
+                return s["set"][name]
+        raise AssertionError("%s never set" % name)
+
+    def test_repr_that_raises(self):
+        t = self.w.trace("class A:\n    def __repr__(self):\n        raise ValueError('no')\ndef f():\n    a = A()\n    return 1\n")
+        a = self.value_of(t, "a")
+        self.assertEqual(a["repr"], "<repr of prog.A raised ValueError>")
+        self.assertTrue(a["truncated"])
+        self.assertEqual(t["outcome"]["value"]["repr"], "1")
+
+    def test_slow_repr_is_cut_off(self):
+        t = self.w.trace("class A:\n    def __repr__(self):\n        while True:\n            pass\ndef f():\n    a = A()\n    return 1\n")
+        self.assertEqual(self.value_of(t, "a")["repr"], "<repr of prog.A timed out>")
+        self.assertEqual(t["outcome"]["value"]["repr"], "1")
+
+    def test_repr_that_prints_does_not_change_output(self):
+        t = self.w.trace("class A:\n    def __repr__(self):\n        print('side effect')\n        return 'A()'\ndef f():\n    a = A()\n    print('real')\n    return a\n")
+        self.assertEqual(t["stdout"]["text"], "real\n")
+        self.assertEqual(self.value_of(t, "a")["repr"], "A()")
+
+    def test_repr_that_mutates_does_not_change_the_program(self):
+        src = ("class A:\n    def __init__(self):\n        self.n = 0\n    def __repr__(self):\n"
+               "        self.n += 1\n        return 'A(%d)' % self.n\n"
+               "def f():\n    a = A()\n    b = 1\n    c = 2\n    return a.n\n")
+        t = self.w.trace(src)
+        self.assertEqual(t["outcome"]["value"]["repr"], "0")
+
+    def test_recursive_containers(self):
+        t = self.w.trace("def f():\n    a = [1]\n    a.append(a)\n    d = {}\n    d['me'] = d\n    return a, d\n")
+        self.assertEqual(t["outcome"]["value"]["repr"], "([1, [...]], {'me': {...}})")
+        self.assertFalse(t["outcome"]["value"]["literal"])
+
+    def test_huge_containers_are_bounded(self):
+        t = self.w.trace("def f():\n    a = list(range(10 ** 6))\n    d = dict.fromkeys(range(10 ** 5))\n    s = 'x' * 10 ** 7\n    return len(a)\n",
+                         limits={"reprChars": 100})
+        a = self.value_of(t, "a")
+        self.assertTrue(a["truncated"])
+        self.assertEqual(a["len"], 10 ** 6)
+        self.assertLessEqual(len(a["repr"]), 103)
+        self.assertTrue(a["repr"].startswith("[0, 1, 2, 3"))
+        self.assertEqual(len(a["items"]), 32)
+        s = self.value_of(t, "s")
+        self.assertTrue(s["truncated"])
+        self.assertEqual(s["len"], 10 ** 7)
+        self.assertEqual(t["outcome"]["value"]["repr"], "1000000")
+
+    def test_int_with_5000_digits(self):
+        t = self.w.trace("def f():\n    x = 10 ** 5000\n    return x\n")
+        v = t["outcome"]["value"]
+        self.assertEqual((v["repr"], v["type"], v["literal"], v["truncated"]), ("<int with 5001 digits>", "int", False, True))
+
+    def test_generators_and_instances(self):
+        t = self.w.trace("class P:\n    def __init__(self):\n        self.x = 1\n        self.ys = [2]\n"
+                         "def g():\n    yield 1\ndef f():\n    it = g()\n    p = P()\n    return p\n")
+        it = self.value_of(t, "it")
+        self.assertEqual((it["repr"], it["type"], it["literal"]), ("<generator object g at <addr>>", "generator", False))
+        p = t["outcome"]["value"]
+        self.assertEqual(p["type"], "prog.P")
+        self.assertEqual({k: v["repr"] for k, v in p["attrs"].items()}, {"x": "1", "ys": "[2]"})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,57 @@
+// `execverify export STORE --format verl|trl|openrlhf|sharegpt|cwm --out DIR`:
+// write a harvested store in the format a trainer reads. See docs/dataset-formats.md.
+import * as path from 'node:path';
+import { UsageError, type Command } from '../command';
+import { exportRecords, ExportFormatSchema, parseShard } from '../../engine/dataset/exporters';
+import { SplitSchema, type Split } from '../../engine/dataset/record';
+import { readStore } from '../../engine/dataset/store';
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'Write the samples of STORE (a harvest --out directory) for a trainer: verl Parquet, TRL, OpenRLHF JSONL, ShareGPT SFT, or CWM trace frames.',
+  usage:
+    'execverify export STORE --format verl|trl|openrlhf|sharegpt|cwm --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]',
+  options: {
+    format: { type: 'string', short: 'f' },
+    out: { type: 'string', short: 'o' },
+    shard: { type: 'string' },
+    split: { type: 'string' },
+    'data-source': { type: 'string' },
+    parquet: { type: 'boolean' },
+  },
+  async run(values, positionals, io) {
+    if (positionals.length !== 1) throw new UsageError('give exactly one STORE (the --out directory of `execverify harvest`)');
+    const format = ExportFormatSchema.safeParse(values.format);
+    if (!format.success) throw new UsageError(`--format must be one of ${ExportFormatSchema.options.join(', ')}`);
+    if (typeof values.out !== 'string') throw new UsageError('--out DIR is required');
+    const shard = values.shard === undefined ? undefined : parseShard(String(values.shard));
+    if (typeof shard === 'string') throw new UsageError(shard);
+    let splits: Split[] | undefined;
+    if (typeof values.split === 'string') {
+      splits = values.split.split(',').map((s) => {
+        const parsed = SplitSchema.safeParse(s.trim());
+        if (!parsed.success) throw new UsageError(`--split takes ${SplitSchema.options.join(', ')} (comma-separated), not '${s}'`);
+        return parsed.data;
+      });
+    }
+    if (values.parquet && format.data !== 'trl') throw new UsageError('--parquet applies to --format trl (verl is always Parquet)');
+    const store = readStore(path.resolve(io.cwd, positionals[0]!));
+    const result = exportRecords(store.items, {
+      format: format.data,
+      out: path.resolve(io.cwd, values.out),
+      shard,
+      splits,
+      dataSource: typeof values['data-source'] === 'string' ? values['data-source'] : undefined,
+      parquet: Boolean(values.parquet),
+    });
+    for (const f of result.files) io.stdout.write(`${path.relative(io.cwd, f.path)}: ${f.rows} rows (${f.split})\n`);
+    for (const [reason, n] of Object.entries(result.skipped)) io.stdout.write(`skipped ${n} samples: ${reason}\n`);
+    if (store.invalid > 0) io.stderr.write(`warning: ${store.invalid} invalid lines in the store were ignored\n`);
+    if (result.rows === 0) {
+      io.stderr.write('nothing exported: the store (or this shard / split) has no samples\n');
+      return 1;
+    }
+    io.stdout.write(`${result.rows} rows written\n`);
+    return 0;
+  },
+};

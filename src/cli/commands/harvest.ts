@@ -1,0 +1,125 @@
+// `execverify harvest PROJECT --out DIR`: run a project's own tests, keep the
+// calls into its functions that re-run standalone, and store them as verified
+// samples with questions, ground truth and a report. See docs/harvest.md.
+import * as path from 'node:path';
+import { UsageError, type Command } from '../command';
+import { parseShard } from '../../engine/dataset/exporters';
+import { parsePassBand } from '../../engine/harvest/difficulty';
+import { harvest, type AnswerScorer } from '../../engine/harvest/pipeline';
+import { streamProgress, silentProgress } from '../../engine/harvest/progress';
+import { harvestTemplate, providerScorer, templateQuestioner } from '../../engine/harvest/questioner';
+import { renderReport, writeReport } from '../../engine/harvest/report';
+import { BaselineProvider, ModelProvider, type Provider } from '../../engine/model';
+import { endpointFromEnv } from '../../engine/model/config';
+import { pythonTracerDir, resolvePython } from '../../engine/python';
+import { TracerPool } from '../../engine/trace/runner';
+
+function positiveInt(values: Record<string, unknown>, flag: string): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${flag} needs a positive integer, got '${String(raw)}'`);
+  return n;
+}
+
+function fraction(values: Record<string, unknown>, flag: string, fallback: number): number {
+  const raw = values[flag];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n >= 1) throw new UsageError(`--${flag} needs a number in [0, 1), got '${String(raw)}'`);
+  return n;
+}
+
+export const harvestCommand: Command = {
+  name: 'harvest',
+  summary:
+    "Run PROJECT's own tests, capture calls into its functions, keep those that re-run standalone, and store them as verified samples (DIR/samples.jsonl) with a report (DIR/report.md).",
+  usage:
+    'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
+    '[--runner auto|unittest|pytest] [--per-function N] [--template execverify] [--test-fraction 0.1] [--validation-fraction 0] ' +
+    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--quiet] [--json]',
+  options: {
+    out: { type: 'string', short: 'o' },
+    limit: { type: 'string' },
+    'max-time': { type: 'string' },
+    shard: { type: 'string' },
+    secrets: { type: 'string' },
+    runner: { type: 'string' },
+    'per-function': { type: 'string' },
+    template: { type: 'string' },
+    'test-fraction': { type: 'string' },
+    'validation-fraction': { type: 'string' },
+    'no-answers': { type: 'boolean' },
+    'base-url': { type: 'string' },
+    model: { type: 'string' },
+    k: { type: 'string' },
+    'pass-band': { type: 'string' },
+    jobs: { type: 'string' },
+    python: { type: 'string' },
+    quiet: { type: 'boolean', short: 'q' },
+    json: { type: 'boolean' },
+  },
+  async run(values, positionals, io) {
+    if (positionals.length !== 1) throw new UsageError('give exactly one PROJECT directory');
+    if (typeof values.out !== 'string') throw new UsageError('--out DIR is required (where the samples and the report go)');
+    const project = path.resolve(io.cwd, positionals[0]!);
+    const out = path.resolve(io.cwd, values.out);
+    const shard = values.shard === undefined ? undefined : parseShard(String(values.shard));
+    if (typeof shard === 'string') throw new UsageError(shard);
+    const band = values['pass-band'] === undefined ? undefined : parsePassBand(String(values['pass-band']));
+    if (typeof band === 'string') throw new UsageError(band);
+    const secrets = (values.secrets ?? 'drop') as string;
+    if (secrets !== 'drop' && secrets !== 'redact') throw new UsageError(`--secrets must be drop or redact, not '${secrets}'`);
+    const runner = (values.runner ?? 'auto') as string;
+    if (!['auto', 'unittest', 'pytest'].includes(runner)) throw new UsageError(`--runner must be auto, unittest or pytest, not '${runner}'`);
+    const template = harvestTemplate(String(values.template ?? 'execverify'));
+    if (typeof template === 'string') throw new UsageError(template);
+    const maxTime = values['max-time'] === undefined ? undefined : Number(values['max-time']);
+    if (maxTime !== undefined && !(maxTime > 0)) throw new UsageError(`--max-time needs a positive number of seconds, got '${String(values['max-time'])}'`);
+    if (band && values['no-answers']) throw new UsageError('--pass-band needs answers; drop --no-answers');
+    const k = positiveInt(values, 'k') ?? 1;
+    const jobs = positiveInt(values, 'jobs');
+
+    const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+    const pool = new TracerPool({ python, env: io.env, ...(jobs ? { size: jobs } : {}) });
+    let provider: Provider | undefined;
+    if (!values['no-answers']) {
+      const endpoint = endpointFromEnv(io.env, {
+        ...(typeof values['base-url'] === 'string' ? { baseURL: values['base-url'] } : {}),
+        ...(typeof values.model === 'string' ? { model: values.model } : {}),
+      });
+      provider = endpoint ? new ModelProvider(endpoint) : new BaselineProvider();
+    }
+    const scorer: AnswerScorer | undefined = provider ? providerScorer(provider, pool, k) : undefined;
+    const progress = values.quiet ? silentProgress : streamProgress(io.stderr as NodeJS.WriteStream);
+    try {
+      const result = await harvest(
+        {
+          project,
+          out,
+          limit: positiveInt(values, 'limit'),
+          maxTimeS: maxTime,
+          shard,
+          secrets,
+          runner: runner as 'auto' | 'unittest' | 'pytest',
+          perFunction: positiveInt(values, 'per-function'),
+          splits: { test: fraction(values, 'test-fraction', 0.1), validation: fraction(values, 'validation-fraction', 0) },
+          passBand: band,
+          concurrency: pool.size,
+        },
+        { python, tracerDir: pythonTracerDir(), env: io.env, tracer: pool, questioner: templateQuestioner(template), scorer, progress, signal: io.signal },
+      );
+      const files = writeReport(out, result.report);
+      if (values.json) io.stdout.write(JSON.stringify(result.report, null, 2) + '\n');
+      else {
+        io.stdout.write(renderReport(result.report));
+        io.stdout.write(`\nsamples: ${path.join(out, 'samples.jsonl')}\nreport: ${files.markdown}\n`);
+        io.stdout.write(`next: execverify export ${values.out} --format verl --out ${path.join(values.out, 'verl')}\n`);
+      }
+      return 0;
+    } finally {
+      provider?.close();
+      await pool.close();
+    }
+  },
+};

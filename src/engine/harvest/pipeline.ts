@@ -1,0 +1,398 @@
+// The harvest pipeline: a project's own tests → captured calls → standalone
+// samples → credential scan → dedup → traced re-run → questions → difficulty
+// (→ model pass rate) → the sample store, with a report of every drop.
+//
+// Resumable: the capture and build stages write their files atomically and
+// are reused when present; every candidate that was kept or dropped is
+// remembered (store + drops.jsonl), so a run killed at any point and started
+// again continues where it stopped and ends with the same dataset.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { ChatMessage, Difficulty, ModelAnswer, SampleRecord, TraceFrame } from '../dataset/record';
+import { exactKey, sha256, splitFor, stableJson } from '../dataset/record';
+import { JsonlAppender, readJsonl, SampleStore } from '../dataset/store';
+import { inShard, shardOf, type Shard } from '../dataset/exporters';
+import type { Trace } from '../trace/schema';
+import { redactCredentials, scanCredentials } from './credentials';
+import { inBand, structuralDifficulty, type PassBand } from './difficulty';
+import { discoverProject, type GitRunner, type ProjectInfo } from './project';
+import { readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
+import { silentProgress, type Progress } from './progress';
+import { buildReport, type HarvestReport } from './report';
+import { z } from 'zod';
+
+/** Questions, prompt and ground truth for one traced sample, or why there are none. */
+export interface SampleQuestions {
+  questions: { id?: string; kind: string }[];
+  prompt: ChatMessage[];
+  groundTruth: string;
+  reference: string | null;
+  /** The answer format and `name@version` of the template that rendered the prompt. */
+  format?: string;
+  template?: string;
+}
+export type Questioner = (trace: Trace, sample: { code: string; entry: string; function: string }) => SampleQuestions | { skip: string };
+
+/** Asks a model (or the baseline) k times and scores each answer with the judge. */
+export interface AnswerScorer {
+  label: string;
+  k: number;
+  score(questions: SampleQuestions, trace: Trace, signal?: AbortSignal): Promise<ModelAnswer[]>;
+}
+
+export interface Tracer {
+  trace(job: { path?: string; source?: string; entry: { kind: 'call'; expr: string }; cwd?: string; limits?: Record<string, number> }, signal?: AbortSignal): Promise<Trace>;
+}
+
+export interface HarvestOptions {
+  project: string;
+  out: string;
+  /** Stop once the store holds this many samples. */
+  limit?: number;
+  /** Stop starting new work after this many seconds (the test run is also bounded by it). */
+  maxTimeS?: number;
+  shard?: Shard;
+  /** What to do with a credential found in code or values. */
+  secrets?: 'drop' | 'redact';
+  runner?: 'auto' | 'unittest' | 'pytest';
+  /** Distinct captured calls kept per function. */
+  perFunction?: number;
+  /** Split fractions by function. */
+  splits?: { validation: number; test: number };
+  /** Keep only samples whose model pass rate lies in the band (needs a scorer). */
+  passBand?: PassBand;
+  /** Parallel traced re-runs (default: the tracer pool's size). */
+  concurrency?: number;
+  /** Steps kept per sample as CWM frames. */
+  maxFrames?: number;
+  projectName?: string;
+}
+
+export interface HarvestDeps {
+  python: string;
+  tracerDir: string;
+  env: NodeJS.ProcessEnv;
+  tracer: Tracer;
+  questioner: Questioner;
+  scorer?: AnswerScorer;
+  progress?: Progress;
+  git?: GitRunner;
+  now?: () => number;
+  signal?: AbortSignal;
+}
+
+export const DropEntrySchema = z.object({
+  candidate: z.string(),
+  stage: z.string(),
+  reason: z.string(),
+  file: z.string(),
+  function: z.string(),
+  /** Redactions applied before the drop (still counted). */
+  redactions: z.number().int().nonnegative().default(0),
+});
+export type DropEntry = z.infer<typeof DropEntrySchema>;
+
+export interface StageTiming {
+  stage: string;
+  seconds: number;
+  items: number;
+}
+
+export interface HarvestResult {
+  report: HarvestReport;
+  /** True when --limit or --max-time stopped the run before every candidate was seen. */
+  stoppedEarly: boolean;
+}
+
+/** Identifies a captured call across runs (resume) and machines (sharding by function). */
+export function candidateKey(s: { file: string; function: string; entry: string }): string {
+  return sha256(`${s.file}\u0000${s.function}\u0000${s.entry}`);
+}
+
+export function functionKey(project: string, s: { file: string; function: string }): string {
+  return sha256(`${project}\u0000${s.file}\u0000${s.function}`);
+}
+
+/** Near-duplicate key: same code up to renaming/comments, called with the same arguments. */
+export function nearKey(astHash: string, entry: string): string {
+  const open = entry.indexOf('(');
+  return sha256(`${astHash}\u0000${open >= 0 ? entry.slice(open).trim() : entry}`);
+}
+
+/** CWM-style frames: for each line event, the line about to run and the locals before it. */
+export function traceFrames(trace: Trace, maxFrames: number): TraceFrame[] {
+  const file = trace.files[0];
+  const lines = file ? file.source.split('\n') : [];
+  const locals = new Map<number, Record<string, string>>();
+  const frames: TraceFrame[] = [];
+  for (const step of trace.steps) {
+    const current = { ...(locals.get(step.frame) ?? {}) };
+    for (const name of step.del ?? []) delete current[name];
+    for (const [name, value] of Object.entries(step.set ?? {})) current[name] = value.repr;
+    locals.set(step.frame, current);
+    if (step.event !== 'line' || step.file !== 0) continue;
+    if (frames.length >= maxFrames) break;
+    frames.push({ line: step.line, source: (lines[step.line - 1] ?? '').trimEnd(), event: step.event, fn: step.fn, locals: current });
+  }
+  return frames;
+}
+
+function traceValuesText(trace: Trace): string {
+  const parts: string[] = [];
+  for (const step of trace.steps) {
+    for (const v of Object.values(step.set ?? {})) parts.push(v.repr);
+    if (step.value) parts.push(step.value.repr);
+  }
+  if (trace.outcome.kind === 'returned') parts.push(trace.outcome.value.repr);
+  parts.push(trace.stdout.text, trace.stderr.text);
+  return parts.join('\n');
+}
+
+interface Work {
+  dir: string;
+  calls: string;
+  built: string;
+  drops: string;
+}
+
+function workFiles(out: string): Work {
+  const dir = path.join(out, 'work');
+  return { dir, calls: path.join(dir, 'calls.jsonl'), built: path.join(dir, 'built.jsonl'), drops: path.join(out, 'drops.jsonl') };
+}
+
+function hasSummary(file: string): boolean {
+  if (!fs.existsSync(file)) return false;
+  const text = fs.readFileSync(file, 'utf8').trimEnd();
+  const last = text.slice(text.lastIndexOf('\n') + 1);
+  try {
+    return (JSON.parse(last) as { kind?: string }).kind === 'summary';
+  } catch {
+    return false;
+  }
+}
+
+/** Runs the whole pipeline; see docs/harvest.md. */
+export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promise<HarvestResult> {
+  const now = deps.now ?? Date.now;
+  const progress = deps.progress ?? silentProgress;
+  const started = now();
+  const deadline = options.maxTimeS ? started + options.maxTimeS * 1000 : Infinity;
+  const timings: StageTiming[] = [];
+  const timed = async <T>(stage: string, fn: () => Promise<T> | T, items: (r: T) => number): Promise<T> => {
+    const t0 = now();
+    const r = await fn();
+    timings.push({ stage, seconds: (now() - t0) / 1000, items: items(r) });
+    return r;
+  };
+
+  const project: ProjectInfo = await timed('discover', () => discoverProject(options.project, deps.git, options.projectName), (p) => p.modules);
+  const work = workFiles(options.out);
+  fs.mkdirSync(work.dir, { recursive: true });
+  const pythonRun = {
+    python: deps.python,
+    tracerDir: deps.tracerDir,
+    env: deps.env,
+    cwd: project.root,
+    signal: deps.signal,
+  };
+
+  // 1. Run the project's tests with capture (reused on resume).
+  progress.stage('capture: running the project tests');
+  await timed(
+    'capture',
+    async () => {
+      if (hasSummary(work.calls)) return;
+      const remaining = Math.max(1000, deadline - now());
+      const args = ['capture', '--root', project.root, '--out', work.calls, '--runner', options.runner ?? 'auto'];
+      if (options.perFunction) args.push('--per-function', String(options.perFunction));
+      await runHarvestPython(args, { ...pythonRun, timeoutMs: Math.min(remaining, 30 * 60_000) });
+    },
+    () => 0,
+  );
+  const captured = readCaptured(work.calls);
+  progress.done(`${captured.calls.length} literal calls from ${captured.summary?.testsRun ?? '?'} tests (${captured.summary?.runner ?? '?'})`);
+
+  // 2. Cut standalone samples and re-run each in a fresh interpreter.
+  progress.stage('build: standalone samples');
+  await timed(
+    'build',
+    async () => {
+      if (hasSummary(work.built)) return;
+      await runHarvestPython(['build', '--root', project.root, '--calls', work.calls, '--out', work.built], {
+        ...pythonRun,
+        timeoutMs: Math.min(30 * 60_000, Math.max(60_000, deadline - now())),
+      });
+    },
+    () => captured.calls.length,
+  );
+  const built = readBuilt(work.built);
+  progress.done(`${built.samples.length} self-contained samples reproduce standalone`);
+
+  // 3. Per-sample stages, resumable.
+  const store = SampleStore.open(options.out);
+  const dropLog = new JsonlAppender(work.drops);
+  const earlier = readJsonl(work.drops, (v) => DropEntrySchema.parse(v)).items;
+  const decided = new Set(earlier.map((d) => d.candidate));
+  const nearInRun = new Set<string>();
+  const exactInRun = new Set<string>();
+  let stoppedEarly = false;
+
+  const todo: BuiltSample[] = built.samples.filter((s) => {
+    if (!inShard(functionKey(project.name, s), options.shard)) return false;
+    const key = candidateKey(s);
+    return !store.hasCandidate(key) && !decided.has(key);
+  });
+  const stageSeconds: Record<string, number> = { scan: 0, dedup: 0, trace: 0, questions: 0, model: 0, store: 0 };
+  const drop = (s: BuiltSample, stage: string, reason: string, redactions = 0) => {
+    const entry: DropEntry = { candidate: candidateKey(s), stage, reason, file: s.file, function: s.function, redactions };
+    dropLog.append(entry);
+    decided.add(entry.candidate);
+  };
+  const tick = async <T>(stage: string, fn: () => Promise<T> | T): Promise<T> => {
+    const t0 = now();
+    try {
+      return await fn();
+    } finally {
+      stageSeconds[stage] = (stageSeconds[stage] ?? 0) + (now() - t0) / 1000;
+    }
+  };
+
+  const processOne = async (s: BuiltSample): Promise<void> => {
+    // Credentials: in the code, the call, the captured result.
+    let code = s.code;
+    let entry = s.entry;
+    let result = s.result;
+    let redactions = 0;
+    const clean = await tick('scan', () => {
+      const findings = [code, entry, result].map((t) => scanCredentials(t));
+      const count = findings.reduce((n, f) => n + f.length, 0);
+      if (count === 0) return true;
+      if ((options.secrets ?? 'drop') === 'drop') return false;
+      code = redactCredentials(code, findings[0]);
+      entry = redactCredentials(entry, findings[1]);
+      result = redactCredentials(result, findings[2]);
+      redactions = count;
+      return true;
+    });
+    if (!clean) return drop(s, 'scan', 'credential');
+
+    const exact = exactKey(code, entry);
+    const near = nearKey(s.astHash, entry);
+    const dup = await tick('dedup', () => {
+      if (store.hasExact(exact) || exactInRun.has(exact)) return 'duplicate';
+      if (store.hasNear(near) || nearInRun.has(near)) return 'near_duplicate';
+      exactInRun.add(exact);
+      nearInRun.add(near);
+      return null;
+    });
+    if (dup) return drop(s, 'dedup', dup, redactions);
+
+    // The traced standalone re-run must reproduce the captured result.
+    let trace: Trace;
+    try {
+      trace = await tick('trace', () =>
+        deps.tracer.trace({ path: path.basename(s.file), source: code, entry: { kind: 'call', expr: entry }, cwd: os.tmpdir() }, deps.signal),
+      );
+    } catch (err) {
+      if (deps.signal?.aborted) throw err;
+      return drop(s, 'trace', 'trace_error', redactions);
+    }
+    const outcome = trace.outcome;
+    if (outcome.kind !== 'returned') return drop(s, 'trace', outcome.kind === 'limit' ? `trace_limit_${outcome.limit}` : `trace_${outcome.kind}`, redactions);
+    if (outcome.value.repr !== result || outcome.value.type !== s.resultType) return drop(s, 'trace', 'trace_mismatch', redactions);
+    if (scanCredentials(traceValuesText(trace)).length > 0) return drop(s, 'scan', 'credential_in_trace', redactions);
+
+    const asked = await tick('questions', () => deps.questioner(trace, { code, entry, function: s.function }));
+    if ('skip' in asked) return drop(s, 'questions', asked.skip, redactions);
+
+    const structural: Difficulty = structuralDifficulty(trace, s.nesting);
+    let answers: ModelAnswer[] = [];
+    let difficulty = structural;
+    if (deps.scorer) {
+      const scorer = deps.scorer;
+      answers = await tick('model', () => scorer.score(asked, trace, deps.signal));
+      const full = answers.filter((a) => (a.rIo === null || a.rIo === 1) && (a.rWhite === null || a.rWhite === 1)).length;
+      const passRate = answers.length ? full / answers.length : 0;
+      difficulty = { ...structural, passRate, k: answers.length };
+      if (options.passBand && !inBand(passRate, options.passBand)) return drop(s, 'model', 'outside_pass_band', redactions);
+    }
+
+    await tick('store', () => {
+      const provenance = {
+        project: project.name,
+        repository: project.repository,
+        commit: project.commit,
+        file: s.file,
+        function: s.function,
+        line: s.line,
+        license: project.license,
+        test: s.test,
+      };
+      const added = store.add({
+        provenance,
+        code,
+        entry,
+        result: { repr: result, type: s.resultType },
+        trace: { digest: sha256(stableJson(trace)), steps: trace.steps.length, python: trace.python.version },
+        questions: asked.questions,
+        groundTruth: asked.groundTruth,
+        prompt: asked.prompt,
+        reference: asked.reference,
+        answers,
+        difficulty,
+        split: splitFor(provenance, options.splits),
+        hashes: { exact, near, candidate: candidateKey(s) },
+        frames: traceFrames(trace, options.maxFrames ?? 200),
+        redactions,
+      });
+      if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : 'invalid_record', redactions);
+    });
+  };
+
+  progress.stage('samples: trace, questions, store', todo.length);
+  const t0 = now();
+  let next = 0;
+  let finished = 0;
+  const limitReached = () => options.limit !== undefined && store.size >= options.limit;
+  const worker = async () => {
+    for (;;) {
+      if (deps.signal?.aborted) return;
+      if (limitReached() || now() > deadline) {
+        if (next < todo.length) stoppedEarly = true;
+        return;
+      }
+      const s = todo[next++];
+      if (!s) return;
+      await processOne(s);
+      finished += 1;
+      progress.tick(finished, `kept ${store.size}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
+  } finally {
+    dropLog.close();
+    store.close();
+  }
+  progress.done(`${finished} processed, store holds ${store.size}`);
+  timings.push({ stage: 'samples', seconds: (now() - t0) / 1000, items: finished });
+  for (const [stage, seconds] of Object.entries(stageSeconds)) timings.push({ stage: `samples.${stage}`, seconds, items: 0 });
+
+  const report = buildReport({
+    project,
+    out: options.out,
+    capture: captured.summary,
+    buildDrops: built.drops,
+    builtSamples: built.samples.length,
+    shardSkipped: built.samples.filter((s) => !inShard(functionKey(project.name, s), options.shard)).length,
+    shard: options.shard ? `${options.shard.index}/${options.shard.count}` : null,
+    timings,
+    totalSeconds: (now() - started) / 1000,
+    stoppedEarly,
+    scorer: deps.scorer?.label ?? null,
+  });
+  return { report, stoppedEarly };
+}
+
+export { shardOf };
