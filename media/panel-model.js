@@ -97,6 +97,7 @@
   function renderSummary(data) {
     var run = data.run;
     var html = '<div class="run"><strong>' + escapeHtml(run.entry) + '</strong> · ' + run.steps + ' steps · ' + escapeHtml(run.outcome) + ' · Python ' + escapeHtml(run.pythonVersion) + '</div>';
+    if (data.omittedRows > 0) html += '<div class="problems">Showing the first ' + data.rows.length + ' steps; ' + data.omittedRows + ' more are in the run (step the debugger to reach them).</div>';
     var v = data.verification;
     if (!v) return html + '<div class="rewards muted">No whole-call verification yet: use “Verify whole call”.</div>';
     var who = v.answerer.kind === 'baseline' ? 'baseline (no model)' : v.answerer.name;

@@ -657,10 +657,18 @@ function evaluate(node: Node, lookup: NameLookup): Py {
   }
 }
 
+const parsed = new Map<string, Node>();
+
 /** Evaluates `source` against recorded values; errors come back as values with a readable message. */
 export function evaluateRecorded(source: string, lookup: NameLookup): EvalResult {
   try {
-    const node = new Parser(tokenize(source)).parse();
+    // Breakpoint conditions are evaluated at every run of their line: parse once.
+    let node = parsed.get(source);
+    if (!node) {
+      node = new Parser(tokenize(source)).parse();
+      if (parsed.size > 500) parsed.clear();
+      parsed.set(source, node);
+    }
     return { ok: true, value: evaluate(node, lookup) };
   } catch (err) {
     if (err instanceof EvalError) return { ok: false, message: err.message };

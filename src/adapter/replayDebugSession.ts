@@ -22,7 +22,7 @@ import {
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { TraceSchema, type Outcome, type Trace, type Value } from '../engine/trace/schema';
 import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launchConfig';
-import { fromRecorded, reprOf, typeOf, type Py } from './recordedExpression';
+import { reprOf, typeOf, type Py } from './recordedExpression';
 import { ReplayRuntime, type ReplayTrace, type Stop } from './replayRuntime';
 
 export const THREAD_ID = 1;
@@ -227,7 +227,10 @@ export class ReplayDebugSession extends DebugSession {
     if (stop.hitBreakpointIds) event.body.hitBreakpointIds = stop.hitBreakpointIds;
     if (stop.reason === 'exception') {
       const exc = this.runtime!.exceptionHere();
-      if (exc) event.body.text = `${exc.type}: ${exc.message}`;
+      if (exc) {
+        event.body.description = exc.uncaught ? 'Paused on uncaught exception' : 'Paused on raised exception';
+        event.body.text = `${exc.type}: ${exc.message}`;
+      }
     }
     event.body.allThreadsStopped = true;
     this.sendEvent(event);
@@ -602,6 +605,3 @@ export function describeOutcome(trace: Trace): string {
       return `${what} crashed: ${o.message}${o.exitCode !== null ? ` (exit code ${o.exitCode})` : ''}${o.signal ? ` (signal ${o.signal})` : ''}.`;
   }
 }
-
-/** Re-exported so callers need one import for recorded-value rendering. */
-export { fromRecorded };

@@ -446,13 +446,21 @@ export class ReplayRuntime extends EventEmitter<ReplayRuntimeEvents> {
   private evaluateAt(i: number, expression: string, frame: number | undefined): EvalResult {
     if (frame === undefined) return { ok: false, message: 'no frame at this step' };
     const locals = this.replay.localsAt(i, frame);
-    const stack = this.replay.stackAt(i);
-    const bottom = stack[stack.length - 1];
-    const globals = bottom && bottom.fn === '<module>' && bottom.frame !== frame ? this.replay.localsAt(i, bottom.frame) : undefined;
-    return evaluateRecorded(expression, (name) =>
-      Object.prototype.hasOwnProperty.call(locals, name) ? locals[name]
-        : globals && Object.prototype.hasOwnProperty.call(globals, name) ? globals[name] : undefined,
-    );
+    let globals: Readonly<Record<string, Value>> | null | undefined;
+    // Names missing from the frame fall back to the module's globals (when the module body was traced).
+    const moduleGlobals = () => {
+      if (globals === undefined) {
+        const stack = this.replay.stackAt(i);
+        const bottom = stack[stack.length - 1];
+        globals = bottom && bottom.fn === '<module>' && bottom.frame !== frame ? { ...this.replay.localsAt(i, bottom.frame) } : null;
+      }
+      return globals;
+    };
+    return evaluateRecorded(expression, (name) => {
+      if (Object.prototype.hasOwnProperty.call(locals, name)) return locals[name];
+      const g = moduleGlobals();
+      return g && Object.prototype.hasOwnProperty.call(g, name) ? g[name] : undefined;
+    });
   }
 
   /** An exception event that only re-reports an exception propagating out of a callee. */

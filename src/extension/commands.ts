@@ -185,16 +185,13 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (prediction.problems.length > 0) {
       void vscode.window.showWarningMessage(`ExecVerify: the model's answer had problems: ${prediction.problems.slice(0, 3).join('; ')}`);
     }
-    void deps.panel.refresh(prediction.runId);
     return prediction;
   });
 
   const revealVerdict = guarded(async (predictionId?: unknown): Promise<StepVerdict | undefined> => {
     const id = typeof predictionId === 'string' ? predictionId : lastPrediction?.id;
     if (!id) return void vscode.window.showInformationMessage('ExecVerify: nothing to reveal yet: use “Predict next step” first.');
-    const verdict = await client.request(Methods.reveal, { predictionId: id }, StepVerdictSchema);
-    void deps.panel.refresh(verdict.runId);
-    return verdict;
+    return client.request(Methods.reveal, { predictionId: id }, StepVerdictSchema);
   });
 
   const openPanel = guarded(async (runIdArg?: unknown) => {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { Methods, PanelDataSchema, type PanelData } from '../server/protocol';
+import { Methods, PanelDataSchema, RunChangedSchema, type PanelData } from '../server/protocol';
 import type { EngineClient } from './engine-client';
 import type { Log } from './log';
 
@@ -121,6 +121,11 @@ export function registerPanel(context: vscode.ExtensionContext, deps: { client: 
 
   context.subscriptions.push(
     selected,
+    // Predictions, verdicts and verifications arrive for runs; reload only the run on show.
+    deps.client.onNotification(Methods.runChanged, (raw) => {
+      const p = RunChangedSchema.safeParse(raw);
+      if (p.success && panel && p.data.runId === runId) void load(runId);
+    }),
     vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, {
       async deserializeWebviewPanel(p: vscode.WebviewPanel, state: unknown) {
         const saved = z.object({ runId: z.string().nullable() }).safeParse(state);

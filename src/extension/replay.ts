@@ -56,7 +56,6 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
     const message: StepChanged = { runId, step, uri, line };
     deps.client.notify(Methods.stepChanged, message);
     deps.panel.selectStep(runId, step);
-    void deps.panel.refresh(runId);
   };
 
   const recorder: Recorder = {

@@ -42,27 +42,33 @@ export function findTestCalls(fn: string, files: SourceFile[], max = 20): InputC
   return out;
 }
 
-/** The text between the first `(` and its matching `)`, skipping strings; null if unbalanced. */
+/** The text between the first `(` and its matching `)`, strings kept and comments dropped; null if unbalanced. */
 function balancedArgs(text: string): string | null {
   let depth = 0;
   let quote: string | null = null;
+  let out = '';
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
     if (quote !== null) {
-      if (c === '\\') i++;
+      out += c;
+      if (c === '\\') out += text[++i] ?? '';
       else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === '#') {
+      // A comment runs to the end of its line; joined onto one line it would swallow the rest.
+      const nl = text.indexOf('\n', i);
+      if (nl < 0) return null;
+      i = nl - 1;
       continue;
     }
     if (c === '"' || c === "'") quote = c;
     else if (c === '(' || c === '[' || c === '{') depth++;
     else if (c === ')' || c === ']' || c === '}') {
       depth--;
-      if (depth === 0) return text.slice(1, i);
-    } else if (c === '#') {
-      const nl = text.indexOf('\n', i);
-      if (nl < 0) return null;
-      i = nl;
+      if (depth === 0) return out.slice(1);
     }
+    out += c;
   }
   return null;
 }

@@ -267,6 +267,8 @@ export type PanelRow = z.infer<typeof PanelRowSchema>;
 export const PanelDataSchema = z.object({
   run: RunSummarySchema,
   rows: z.array(PanelRowSchema),
+  /** Steps left out at the end of a huge run (the panel shows the first rows only). */
+  omittedRows: z.number().int().nonnegative(),
   verification: VerificationSchema.nullable(),
 });
 export type PanelData = z.infer<typeof PanelDataSchema>;
@@ -303,6 +305,9 @@ export type InlineItem = z.infer<typeof InlineItemSchema>;
 export const InlineResultsSchema = z.object({ uri: z.string(), items: z.array(InlineItemSchema) });
 export type InlineResults = z.infer<typeof InlineResultsSchema>;
 
+/** Server → client: a run's predictions, verdicts or verification changed (the panel reloads it). */
+export const RunChangedSchema = z.object({ runId: z.string() });
+
 /** Server → client: a problem to show to the user with what to do next. */
 export const NoticeSchema = z.object({
   severity: z.enum(['info', 'warning', 'error']),
@@ -326,6 +331,7 @@ export const Methods = {
   stepChanged: 'execverify/stepChanged',
   setTrust: 'execverify/setTrust',
   inline: 'execverify/inline',
+  runChanged: 'execverify/runChanged',
   notice: 'execverify/notice',
 } as const;
 

@@ -222,14 +222,24 @@ export class EngineServer {
       });
   }
 
-  /** Tells the client that inline results of `uri` changed. */
-  private publishInline(uri: string): void {
+  /** Tells the client that inline results of `uri` (and the panel rows of `runId`) changed. */
+  private publishInline(uri: string, runId?: string): void {
+    if (runId) void this.connection.sendNotification(Methods.runChanged, { runId });
     if (this.inlineMode === 'notifications') {
       const message: InlineResults = { uri, items: inlineItems(this.store, uri) };
       void this.connection.sendNotification(Methods.inline, message);
     } else {
       void this.connection.languages.inlayHint.refresh().catch(() => {});
     }
+  }
+
+  private baselineNoticeShown = false;
+
+  /** Says once per session that the baseline answered because no endpoint is set. */
+  private baselineNotice(answerer: { kind: string; note?: string | undefined }): void {
+    if (answerer.kind !== 'baseline' || !answerer.note || this.baselineNoticeShown) return;
+    this.baselineNoticeShown = true;
+    this.notice({ severity: 'info', message: answerer.note, action: 'execverify.openSettings' });
   }
 
   private notice(notice: Notice): void {
@@ -319,9 +329,9 @@ export class EngineServer {
     };
     const record: PredictionRecord = { prediction, result, verdict: undefined };
     this.store.addPrediction(record);
-    if (result.answerer.kind === 'baseline' && result.answerer.note) this.notice({ severity: 'info', message: result.answerer.note, action: 'execverify.openSettings' });
+    this.baselineNotice(result.answerer);
     if (this.settings.reveal === 'immediately') await this.judge(record, token);
-    this.publishInline(run.uri);
+    this.publishInline(run.uri, run.id);
     void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
     return prediction;
   }
@@ -348,7 +358,7 @@ export class EngineServer {
     const record = this.store.prediction(predictionId);
     if (!record) throw new EngineError('unknown_prediction', `No prediction ${predictionId}; predict the step again.`);
     const verdict = await this.judge(record, token);
-    this.publishInline(record.prediction.uri);
+    this.publishInline(record.prediction.uri, record.prediction.runId);
     return verdict;
   }
 
@@ -361,7 +371,7 @@ export class EngineServer {
     for (const record of this.store.predictionsFor(p.runId)) {
       if (!record.verdict && p.step > record.prediction.step) {
         await this.judge(record, { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) });
-        this.publishInline(record.prediction.uri);
+        this.publishInline(record.prediction.uri, record.prediction.runId);
       }
     }
     if (before?.uri && before.uri !== p.uri) this.publishInline(before.uri);
@@ -383,8 +393,8 @@ export class EngineServer {
       problems: result.problems,
     };
     this.store.addVerification({ verification, result });
-    if (result.answerer.kind === 'baseline' && result.answerer.note) this.notice({ severity: 'info', message: result.answerer.note, action: 'execverify.openSettings' });
-    this.publishInline(run.uri);
+    this.baselineNotice(result.answerer);
+    this.publishInline(run.uri, run.id);
     return verification;
   }
 

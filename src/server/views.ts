@@ -110,13 +110,16 @@ export function followers(trace: Trace): { index: (number | null)[]; line: (numb
   return { index, line };
 }
 
-export function panelRows(run: Run, store: RunStore): PanelRow[] {
+/** Rows sent to the panel at most: a huge run stays responsive; the debugger still reaches every step. */
+export const MAX_PANEL_ROWS = 50_000;
+
+export function panelRows(run: Run, store: RunStore, maxRows = MAX_PANEL_ROWS): PanelRow[] {
   const trace = run.trace;
   const texts = lineTexts(trace);
   const next = followers(trace);
   const byStep = new Map<number, PredictionRecord>();
   for (const p of store.predictionsFor(run.id)) byStep.set(p.prediction.step, p);
-  return trace.steps.map((s, i) => {
+  return trace.steps.slice(0, maxRows).map((s, i) => {
     // A line's row shows what running it changed: the diff carried by the frame's next event.
     const after = s.event === 'line' ? (next.index[i] !== null ? trace.steps[next.index[i]!] : undefined) : s;
     const changes: string[] = [];
@@ -150,5 +153,6 @@ export function panelRows(run: Run, store: RunStore): PanelRow[] {
 
 export function panelData(run: Run, store: RunStore): PanelData {
   const v = store.latestVerification((x) => x.runId === run.id);
-  return { run: summarize(run), rows: panelRows(run, store), verification: v ? v.verification : null };
+  const rows = panelRows(run, store);
+  return { run: summarize(run), rows, omittedRows: run.trace.steps.length - rows.length, verification: v ? v.verification : null };
 }

@@ -2,8 +2,10 @@
 // driven through DAP with DebugClient.
 import { after, afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { closePool, launch, locals, move, program, startAdapter, where, type Adapter } from './harness';
+import { closePool, launch, locals, move, program, REPO, startAdapter, startSession, where, type Adapter } from './harness';
 
 let current: Adapter | undefined;
 async function adapter(): Promise<Adapter> {
@@ -337,3 +339,33 @@ async function children(a: Adapter, ref: number): Promise<Record<string, DebugPr
   const res = await a.dc.variablesRequest({ variablesReference: ref });
   return Object.fromEntries(res.body.variables.map((v) => [v.name, v]));
 }
+
+test('the launch configuration chooses the interpreter and extra environment of the run', async () => {
+  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const python = pythons[0];
+  assert.ok(python, 'scripts/pythons.sh lists no interpreter');
+  const version = execFileSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
+  const a = await adapter();
+  const exited = a.dc.waitForEvent('exited');
+  await startSession(a, { program: program('dbg_env.py'), entry: 'report()', python, env: { DBG_GREETING: 'hello' }, stopOnEntry: false });
+  assert.equal((await exited).body.outcome.value.repr, `'hello ${version}'`);
+});
+
+test('a generator frame keeps its locals across resumptions; stepping over a yield returns to the consumer', async () => {
+  const a = await adapter();
+  await launch(a, { program: program('dbg_generator.py'), entry: 'consume()', stopOnEntry: false }, { breakpoints: [{ line: 4, hitCondition: '2' }] });
+  const here = await where(a);
+  assert.deepEqual(here.frames.map((f) => [f.name, f.line]), [['numbers', 4], ['consume', 9]]);
+  assert.equal((await locals(a)).i?.value, '1');
+  await move(a, 'next');
+  assert.deepEqual(await pick(a), ['consume', 10, 1]);
+  assert.equal((await locals(a)).sq?.value, '1');
+  await move(a, 'next');
+  await move(a, 'next');
+  assert.deepEqual(await pick(a), ['consume', 10, 1]);
+  assert.equal((await locals(a)).sq?.value, '4');
+  await move(a, 'stepBack');
+  await move(a, 'stepBack');
+  assert.deepEqual(await pick(a), ['consume', 10, 1]);
+  assert.equal((await locals(a)).sq?.value, '1');
+});

@@ -32,7 +32,7 @@ import {
 } from './harness.ts';
 import { FIXTURE_ENTRY, RIGHT_STEP, WRONG_STEP, scenarioScript } from './model-script.ts';
 
-const UI_WAIT = 60_000;
+const UI_WAIT = 45_000;
 
 /** The line the debugger is stopped on, from the editor's current-line overlay. */
 async function stoppedLine(page: Page): Promise<number | undefined> {

@@ -13,8 +13,6 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { downloadAndUnzipVSCode, runTests } from '@vscode/test-electron';
-import { startOpenAIServer } from '../support/openai-server.ts';
-import { scenarioScript } from '../e2e/model-script.ts';
 
 const repo = resolve(process.cwd());
 const VSCODE_VERSION = process.env.VSCODE_VERSION ?? '1.100.3';
@@ -34,61 +32,53 @@ async function bundleSuite(): Promise<string> {
   return outfile;
 }
 
-function workspace(name: string, settings: Record<string, unknown>): string {
+function workspace(name: string): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'execverify-electron-')), name);
   cpSync(join(repo, 'test', 'e2e', 'fixtures', 'workspace'), dir, { recursive: true });
-  mkdirSync(join(dir, '.vscode'), { recursive: true });
-  writeFileSync(join(dir, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
   return dir;
 }
 
 async function main(): Promise<number> {
   const extensionTestsPath = await bundleSuite();
-  const model = await startOpenAIServer({ script: scenarioScript() });
-  try {
-    const settings = { 'execverify.baseUrl': model.url, 'execverify.model': 'test-model', 'execverify.reveal': 'onStep' };
-    const trusted = workspace('trusted', settings);
-    const vscodeExecutablePath = await downloadAndUnzipVSCode(VSCODE_VERSION);
-    const common = {
-      vscodeExecutablePath,
-      extensionDevelopmentPath: repo,
-      extensionTestsPath,
-    };
-    await runTests({
-      ...common,
-      launchArgs: [trusted, '--disable-extensions'],
-      extensionTestsEnv: { EXECVERIFY_E2E_SCENARIO: 'trusted', EXECVERIFY_SELFTEST_OUT: join(trusted, 'selftest.json') },
-    });
+  const vscodeExecutablePath = await downloadAndUnzipVSCode(VSCODE_VERSION);
 
-    const untrusted = workspace('untrusted', settings);
-    const userData = mkdtempSync(join(tmpdir(), 'execverify-electron-ud-'));
-    mkdirSync(join(userData, 'User'), { recursive: true });
-    writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({ 'security.workspace.trust.startupPrompt': 'never' }));
-    const code = await new Promise<number>((done) => {
-      const child = spawn(
-        vscodeExecutablePath,
-        [
-          untrusted,
-          '--no-sandbox',
-          '--disable-gpu-sandbox',
-          '--disable-updates',
-          '--skip-welcome',
-          '--skip-release-notes',
-          '--disable-extensions',
-          `--user-data-dir=${userData}`,
-          `--extensions-dir=${join(userData, 'extensions')}`,
-          `--extensionDevelopmentPath=${repo}`,
-          `--extensionTestsPath=${extensionTestsPath}`,
-        ],
-        { stdio: 'inherit', env: { ...process.env, EXECVERIFY_E2E_SCENARIO: 'untrusted' } },
-      );
-      child.on('exit', (c) => done(c ?? 1));
-    });
-    if (code !== 0) throw new Error(`untrusted run failed with exit code ${code}`);
-    return 0;
-  } finally {
-    await model.close();
-  }
+  // 1. Trusted: the scenario (the suite starts the OpenAI-compatible test server in-process).
+  const trusted = workspace('trusted');
+  await runTests({
+    vscodeExecutablePath,
+    extensionDevelopmentPath: repo,
+    extensionTestsPath,
+    launchArgs: [trusted, '--disable-extensions'],
+    extensionTestsEnv: { EXECVERIFY_E2E_SCENARIO: 'trusted', EXECVERIFY_SELFTEST_OUT: join(trusted, '..', 'selftest.json') },
+  });
+
+  // 2. Untrusted: runTests always adds --disable-workspace-trust, so launch VS Code directly.
+  const untrusted = workspace('untrusted');
+  const userData = mkdtempSync(join(tmpdir(), 'execverify-electron-ud-'));
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({ 'security.workspace.trust.startupPrompt': 'never' }));
+  const code = await new Promise<number>((done) => {
+    const child = spawn(
+      vscodeExecutablePath,
+      [
+        untrusted,
+        '--no-sandbox',
+        '--disable-gpu-sandbox',
+        '--disable-updates',
+        '--skip-welcome',
+        '--skip-release-notes',
+        '--disable-extensions',
+        `--user-data-dir=${userData}`,
+        `--extensions-dir=${join(userData, 'extensions')}`,
+        `--extensionDevelopmentPath=${repo}`,
+        `--extensionTestsPath=${extensionTestsPath}`,
+      ],
+      { stdio: 'inherit', env: { ...process.env, EXECVERIFY_E2E_SCENARIO: 'untrusted' } },
+    );
+    child.on('exit', (c) => done(c ?? 1));
+  });
+  if (code !== 0) throw new Error(`the untrusted run failed with exit code ${code}`);
+  return 0;
 }
 
 main().then(

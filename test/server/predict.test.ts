@@ -61,6 +61,16 @@ async function traced(entry = 'total_even([1, 2, 4])'): Promise<{ runId: string;
 /** The step of the k-th `line` event of `line`. */
 const stepOf = (rows: PanelData['rows'], line: number, k = 1) => rows.filter((r) => r.event === 'line' && r.line === line)[k - 1]!.step;
 
+/** A scripted model: answers the next-step prompt with `next` and, for each variable the prompt asks about, `values[name]`. */
+function nextStepModel(next: number, values: Record<string, [string, string]>) {
+  return (body: Record<string, unknown> | undefined): Reply => {
+    const prompt = JSON.stringify(body?.messages ?? '');
+    const asked = [...prompt.matchAll(/- (\w+): value and type/g)].map((m) => m[1]!);
+    const variables = asked.filter((n) => values[n]).map((name) => ({ name, value: values[name]![0], type: values[name]![1] }));
+    return { text: JSON.stringify({ next_line: next, variables }), usage: { prompt_tokens: 120, completion_tokens: 20 } };
+  };
+}
+
 const lastInline = (): InlineItem[] => {
   const n = [...server.notifications].reverse().find((x) => x.method === 'execverify/inline');
   return n ? InlineResultsSchema.parse(n.params).items : [];
@@ -69,7 +79,7 @@ const lastInline = (): InlineItem[] => {
 test('a right prediction shows at once (marker on the predicted line, values beside the current one), then ✓ on request', async () => {
   const { runId, rows } = await traced();
   const step = stepOf(rows, 2); // `total = 0`, about to run
-  reply = () => ({ text: JSON.stringify({ next_line: 3, variables: [{ name: 'total', value: '0', type: 'int' }] }), usage: { prompt_tokens: 120, completion_tokens: 20 } });
+  reply = nextStepModel(3, { total: ['0', 'int'], xs: ['[1, 2, 4]', 'list'] });
   const p = PredictionSchema.parse(await request('execverify/predict', { runId, step }));
   assert.equal(p.nextLine, 3);
   assert.deepEqual(p.values.total, { value: '0', type: 'int' });
@@ -88,13 +98,16 @@ test('a right prediction shows at once (marker on the predicted line, values bes
   assert.ok(v.questions.every((q) => q.ok));
   const verdict = lastInline().find((i) => i.kind === 'verdict')!;
   assert.equal(verdict.ok, true);
+  assert.ok(server.notifications.some((n) => n.method === 'execverify/runChanged' && (n.params as { runId: string }).runId === runId), 'the panel is told to reload the run');
   assert.match(verdict.text, /^✓ next line 3/);
 });
 
 test('a wrong prediction is revealed when the debugger steps on, with the real line and values', async () => {
   const { runId, rows } = await traced();
   const step = stepOf(rows, 4); // `if x % 2 == 0` with x = 1: false, back to the loop header
-  reply = () => ({ text: '```json\n' + JSON.stringify({ next_line: 5, variables: [{ name: 'x', value: '2', type: 'int' }] }) + '\n```' });
+  // Wrong about the branch and about `total`; right about the rest. Fenced, as chatty models write it.
+  const model = nextStepModel(5, { total: ['1', 'int'], xs: ['[1, 2, 4]', 'list'], x: ['1', 'int'] });
+  reply = (body) => ({ text: '```json\n' + model(body).text + '\n```' });
   const p = PredictionSchema.parse(await request('execverify/predict', { runId, step }));
   assert.equal(p.nextLine, 5);
   await server.connection.sendNotification('execverify/stepChanged', { runId, step: step + 1, uri, line: 3 });
@@ -102,7 +115,8 @@ test('a wrong prediction is revealed when the debugger steps on, with the real l
   assert.equal(verdict.ok, false);
   assert.equal(verdict.line, 4);
   assert.match(verdict.text, /✗ next line 3 \(predicted 5\)/);
-  assert.match(verdict.text, /✗ x after 4 1; int \(predicted 2; int\)/);
+  assert.match(verdict.text, /✗ total after 4 0; int \(predicted 1; int\)/);
+  assert.match(verdict.text, /✓ xs after 4 \[1, 2, 4\]; list/);
   const data = PanelDataSchema.parse(await request('execverify/panel', { runId }));
   const row = data.rows.find((r) => r.step === step)!;
   assert.equal(row.verdict?.ok, false);

@@ -113,6 +113,7 @@ const panelData: PanelData = {
     { step: 0, event: 'call', fn: 'f', depth: 0, line: 1, text: 'def f(n):', changes: ['n = 3'], nextLine: null },
     { step: 1, event: 'line', fn: 'f', depth: 0, line: 2, text: 'x = n * 2', changes: [], nextLine: 3 },
   ],
+  omittedRows: 0,
   verification: null,
 };
 
@@ -134,6 +135,17 @@ test('the panel opens with only media/ readable, posts the run, and forwards row
   host.selectStep('run-1', 0);
   host.selectStep('run-other', 5);
   assert.deepEqual(p.webview.posted.slice(1), [{ type: 'selectStep', step: 0 }]);
+});
+
+test('the panel reloads when the server says its run changed, and only then', async () => {
+  const engine = new FakeEngineClient().on('execverify/panel', () => panelData);
+  const host = registerPanel(makeContext('/ext'), { client: engine, log: () => {} });
+  await host.show('run-1');
+  engine.emit('execverify/runChanged', { runId: 'run-2' });
+  engine.emit('execverify/runChanged', { runId: 'run-1' });
+  await tick();
+  assert.equal(engine.requests.length, 2);
+  assert.equal(fake.panels[0]!.webview.posted.length, 2);
 });
 
 test('the panel buttons run Add to dataset and Export…', async () => {

@@ -32,6 +32,7 @@ function data(overrides: Partial<PanelData> = {}): PanelData {
       },
       { step: 3, event: 'return', fn: 'f', depth: 0, line: 3, text: 'return x', changes: ['→ 6'], nextLine: null },
     ],
+    omittedRows: 0,
     verification: null,
     ...overrides,
   };
@@ -103,6 +104,11 @@ test('a baseline verification is labelled as the baseline, never as a model', ()
     },
   });
   assert.match(M.renderSummary(d), /baseline \(no model\)/);
+});
+
+test('a huge run says how many steps the panel leaves out', () => {
+  assert.match(M.renderSummary(data({ omittedRows: 50_000 })), /Showing the first 4 steps; 50000 more are in the run/);
+  assert.ok(!M.renderSummary(data()).includes('Showing the first'));
 });
 
 test('the virtual window of a 10,000-row list holds only the rows in view plus overscan', () => {

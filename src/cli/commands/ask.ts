@@ -49,7 +49,7 @@ function number(values: Record<string, unknown>, flag: string): number | undefin
 }
 
 /** Which questions a template can ask, so the generator produces those. */
-function questionOptions(template: Template, seed: number): QuestionOptions {
+export function questionOptions(template: Template, seed: number): QuestionOptions {
   const kinds = new Set(template.kinds);
   return {
     seed,

@@ -24,7 +24,7 @@ export function entropy(text: string): number {
   return h;
 }
 
-const PLACEHOLDER = /^(x+|\*+|\.+|changeme|password|secret|example|dummy|test|<[^>]*>|\$\{[^}]*\}|%\(?\w*\)?s|\{\w*\})$/i;
+const PLACEHOLDER = /^(REDACTED_\w+|x+|\*+|\.+|changeme|password|secret|example|dummy|test|<[^>]*>|\$\{[^}]*\}|%\(?\w*\)?s|\{\w*\})$/i;
 
 export const CREDENTIAL_RULES: CredentialRule[] = [
   { kind: 'private_key', pattern: /-----BEGIN (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g },

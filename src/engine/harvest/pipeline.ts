@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ChatMessage, Difficulty, ModelAnswer, SampleRecord, TraceFrame } from '../dataset/record';
+import type { ChatMessage, Difficulty, ModelAnswer, TraceFrame } from '../dataset/record';
 import { exactKey, sha256, splitFor, stableJson } from '../dataset/record';
 import { JsonlAppender, readJsonl, SampleStore } from '../dataset/store';
 import { inShard, shardOf, type Shard } from '../dataset/exporters';

@@ -109,6 +109,7 @@ export class ModelClient {
   /** Learned per endpoint: does it accept response_format json_schema, and does it honour n? */
   #jsonSchema: Tristate = 'unknown';
   #honoursN: Tristate = 'unknown';
+  #streamUsage: Tristate = 'unknown';
   readonly #chatURL: string;
   readonly #completionsURL: string;
   readonly #headers: Record<string, string>;
@@ -249,6 +250,8 @@ export class ModelClient {
       let model = this.config.model;
 
       for (let retry = 0; ; retry++) {
+        // Token usage in streams needs stream_options, which some older servers refuse (400).
+        const usageOption = this.#streamUsage !== 'no' ? { stream_options: { include_usage: true } } : {};
         let yielded = false;
         let finished = false;
         let failure: ModelError | undefined;
@@ -260,8 +263,8 @@ export class ModelClient {
           attempt.arm(this.config.timeoutMs);
           const options = { signal: attempt.signal };
           const stream = chat
-            ? await this.#sdk.chat.completions.create({ ...(body as object), stream: true, stream_options: { include_usage: true } } as unknown as OpenAI.ChatCompletionCreateParamsStreaming, options)
-            : await this.#sdk.completions.create({ ...(body as object), stream: true, stream_options: { include_usage: true } } as unknown as OpenAI.CompletionCreateParamsStreaming, options);
+            ? await this.#sdk.chat.completions.create({ ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.ChatCompletionCreateParamsStreaming, options)
+            : await this.#sdk.completions.create({ ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.CompletionCreateParamsStreaming, options);
           attempt.arm(this.config.streamIdleMs);
           for await (const rawChunk of stream as AsyncIterable<unknown>) {
             attempt.arm(this.config.streamIdleMs);
@@ -292,7 +295,15 @@ export class ModelClient {
           attempt.dispose(finished);
           release();
         }
-        if (!failure) break;
+        if (!failure) {
+          if (this.#streamUsage === 'unknown' && 'stream_options' in usageOption) this.#streamUsage = 'yes';
+          break;
+        }
+        if (!yielded && failure.code === 'bad_request' && this.#streamUsage === 'unknown' && 'stream_options' in usageOption) {
+          this.#streamUsage = 'no';
+          retry--;
+          continue;
+        }
         if (yielded || !failure.retryable || retry >= this.config.retries) throw failure;
         await this.#backoff(failure, retry, request.signal);
       }

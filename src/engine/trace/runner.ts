@@ -318,8 +318,10 @@ export class TracerPool {
         new Promise<void>((resolve) => {
           if (w.dead || w.proc.exitCode !== null) return resolve();
           w.proc.once('exit', () => resolve());
-          w.proc.ref(); // keep the process alive until the worker is gone
-          if (w.job) w.kill();
+          const busy = w.job !== undefined;
+          if (busy) w.die(err);
+          w.proc.ref(); // keep this process alive until the worker is gone
+          if (busy) w.kill();
           else w.proc.stdin?.end();
           setTimeout(() => {
             w.kill();

@@ -1,0 +1,178 @@
+// `execverify harvest` end to end on the shipped demo project: what is kept,
+// what is dropped and why, that every kept sample re-runs standalone, and that
+// a harvest killed with SIGKILL resumes to the same dataset; sharding and --limit.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { main } from '../../src/cli/main';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { RecordSchema, type SampleRecord } from '../../src/engine/dataset/record';
+import { readStore, STORE_FILE } from '../../src/engine/dataset/store';
+import { resolvePython } from '../../src/engine/python';
+import type { HarvestReport } from '../../src/engine/harvest/report';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const DEMO = path.join(ROOT, 'examples', 'demo-project');
+const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
+const python = resolvePython(undefined, process.env);
+// Fewer calls per function keep the suite fast; the full demo is `npm run demo`.
+const FAST = ['--per-function', '4'];
+const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-harvest-'));
+
+/** Runs the CLI in this process (the kill test below uses a real child process). */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const sink = (append: (s: string) => void) => new Writable({ write: (chunk, _enc, cb) => (append(String(chunk)), cb()) });
+  const code = await main(args, {
+    stdout: sink((s) => (stdout += s)),
+    stderr: sink((s) => (stderr += s)),
+    env: process.env,
+    cwd: ROOT,
+    signal: new AbortController().signal,
+  });
+  return { code, stdout, stderr };
+}
+
+let reference: { out: string; records: SampleRecord[]; report: HarvestReport };
+
+before(async () => {
+  const out = tmp();
+  const run = await cli(['harvest', DEMO, '--out', out, '--quiet', ...FAST]);
+  assert.equal(run.code, 0, run.stderr);
+  reference = { out, records: readStore(out).items, report: JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8')) as HarvestReport };
+});
+
+test('the demo harvest keeps literal calls of project functions and reports every drop with its reason', () => {
+  const { records, report } = reference;
+  const functions = new Set(records.map((r) => `${r.provenance.file}:${r.provenance.function}`));
+  for (const f of ['textstats.py:word_count', 'intervals.py:merge', 'roman.py:to_roman', 'roman.py:from_roman', 'inventory.py:restock']) assert.ok(functions.has(f), f);
+  // Methods, a sibling-module import and a hard-coded database password are not samples.
+  for (const f of ['inventory.py:record', 'inventory.py:tag_items', 'settings.py:database_url', 'settings.py:port_of']) assert.ok(!functions.has(f), f);
+  assert.ok((report.drops.capture!.method_or_nested ?? 0) >= 1);
+  assert.equal(report.drops.capture!.raised, 1, 'to_roman(0) raised');
+  assert.equal(report.drops.build!.non_stdlib_import, 1);
+  assert.equal(report.drops.scan!.credential, 2);
+  assert.equal(report.credentials.dropped, 2);
+  assert.equal(report.samples, records.length);
+  assert.equal(report.funnel.at(-1)!.count, records.length);
+  assert.equal(report.tests.runner, 'unittest');
+  assert.equal(report.tests.failures, 0);
+  assert.equal(report.difficulty.histogram.reduce((a, b) => a + b, 0), records.length);
+  assert.equal(report.rewards?.model, 'baseline');
+  assert.ok(fs.readFileSync(path.join(reference.out, 'report.md'), 'utf8').includes('| scan | credential | 2 |'));
+  for (const r of records) {
+    assert.equal(r.provenance.license, 'MIT');
+    assert.equal(r.answers.length, 1);
+    assert.ok(r.questions.length >= 1);
+    assert.ok(r.frames.length >= 1);
+    assert.ok(!/Zq8rT2vLw9pK4xN7/.test(JSON.stringify(r)), 'the fake password is in no record');
+  }
+});
+
+test('every kept sample re-runs standalone in a fresh interpreter with the recorded result', () => {
+  // One fresh, isolated interpreter (-I: no project on sys.path, cwd /); each
+  // sample runs in its own empty namespace with nothing but its own code.
+  const program = [
+    'import json, sys',
+    'bad = []',
+    'for line in sys.stdin:',
+    '    r = json.loads(line)',
+    '    ns = {"__name__": "sample"}',
+    '    exec(compile(r["code"], "<sample>", "exec"), ns)',
+    '    v = eval(r["entry"], ns)',
+    '    if (repr(v), type(v).__name__) != (r["result"]["repr"], r["result"]["type"]): bad.append(r["entry"])',
+    'print(json.dumps(bad))',
+  ].join('\n');
+  const input = reference.records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const bad = JSON.parse(execFileSync(python, ['-I', '-c', program], { input, encoding: 'utf8', cwd: '/' })) as string[];
+  assert.deepEqual(bad, []);
+});
+
+test('no function is in two splits', () => {
+  const split = new Map<string, string>();
+  for (const r of reference.records) {
+    const key = `${r.provenance.file}:${r.provenance.function}`;
+    assert.equal(split.get(key) ?? r.split, r.split, key);
+    split.set(key, r.split);
+  }
+});
+
+test('a harvest killed with SIGKILL resumes to the same dataset, with no duplicate and no corrupt record', async () => {
+  const out = tmp();
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'harvest', DEMO, '--out', out, '--quiet', '--jobs', '1', ...FAST], {
+    cwd: ROOT,
+    stdio: 'ignore',
+    detached: true,
+  });
+  const file = path.join(out, STORE_FILE);
+  // Kill the whole group (CLI + tracer workers) while samples are being stored.
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').length - 1 : 0;
+      if (lines >= 5) {
+        clearInterval(timer);
+        process.kill(-child.pid!, 'SIGKILL');
+        resolve();
+      }
+    }, 20);
+    child.once('exit', () => {
+      clearInterval(timer);
+      reject(new Error('the harvest finished before it could be killed'));
+    });
+  });
+  await new Promise((r) => child.once('exit', r));
+  const partial = readStore(out);
+  assert.ok(partial.items.length < reference.records.length, 'killed before the end');
+  const resumed = await cli(['harvest', DEMO, '--out', out, '--quiet', ...FAST]);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n');
+  const ids = lines.map((l) => RecordSchema.parse(JSON.parse(l)).id);
+  assert.equal(new Set(ids).size, ids.length, 'no duplicate');
+  assert.deepEqual([...ids].sort(), reference.records.map((r) => r.id).sort(), 'same dataset as an uninterrupted run');
+  const report = JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8')) as HarvestReport;
+  assert.deepEqual(report.drops, reference.report.drops);
+});
+
+test('shards partition the dataset by function, and --limit stops early and resumes', async () => {
+  const ids: string[] = [];
+  const files = new Map<string, number>();
+  for (const shard of ['0/2', '1/2']) {
+    const out = tmp();
+    // Reuse the reference run's captured calls (the resume path) so only the per-sample stages run.
+    fs.cpSync(path.join(reference.out, 'work'), path.join(out, 'work'), { recursive: true });
+    const run = await cli(['harvest', DEMO, '--out', out, '--quiet', '--shard', shard, '--no-answers', ...FAST]);
+    assert.equal(run.code, 0, run.stderr);
+    for (const r of readStore(out).items) {
+      ids.push(r.id);
+      const fn = `${r.provenance.file}:${r.provenance.function}`;
+      assert.ok(!files.has(fn) || files.get(fn) === Number(shard[0]), `${fn} in one shard only`);
+      files.set(fn, Number(shard[0]));
+    }
+  }
+  assert.deepEqual(ids.sort(), reference.records.map((r) => r.id).sort());
+
+  const out = tmp();
+  fs.cpSync(path.join(reference.out, 'work'), path.join(out, 'work'), { recursive: true });
+  const limited = await cli(['harvest', DEMO, '--out', out, '--limit', '4', '--no-answers', '--json', ...FAST]);
+  assert.equal(limited.code, 0, limited.stderr);
+  const report = JSON.parse(limited.stdout) as HarvestReport;
+  assert.equal(report.stoppedEarly, true);
+  assert.ok(readStore(out).items.length >= 4 && readStore(out).items.length < reference.records.length);
+  assert.equal((await cli(['harvest', DEMO, '--out', out, '--quiet', '--no-answers', ...FAST])).code, 0);
+  assert.equal(readStore(out).items.length, reference.records.length);
+});
+
+test('usage errors are one clear line with exit code 2', async () => {
+  const run = await cli(['harvest', DEMO]);
+  assert.equal(run.code, 2);
+  assert.match(run.stderr, /--out DIR is required/);
+  assert.match((await cli(['harvest', DEMO, '--out', tmp(), '--shard', '3/2'])).stderr, /0 <= i < n/);
+  assert.match((await cli(['export', reference.out, '--format', 'csv', '--out', tmp()])).stderr, /--format must be one of verl, trl, openrlhf, sharegpt, cwm/);
+  const missing = await cli(['export', path.join(tmp(), 'nope'), '--format', 'verl', '--out', tmp()]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /no sample store/);
+});

@@ -1,0 +1,172 @@
+// The TracerPool against real Python workers: traces, typed errors,
+// cancellation, bad programs, restarts, concurrency.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TracerPool, TracerError } from '../../src/engine/trace/runner';
+import { TraceSchema, TRACE_SCHEMA_VERSION } from '../../src/engine/trace/schema';
+import { pythonTracerDir, resolvePython } from '../../src/engine/python';
+
+const dir = mkdtempSync(join(tmpdir(), 'ev-runner-'));
+function file(name: string, source: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, source);
+  return p;
+}
+const SUM = file('sum.py', 'def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n');
+
+const pool = new TracerPool({ size: 2 });
+after(() => pool.close());
+
+async function rejects(p: Promise<unknown>, code: string): Promise<TracerError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof TracerError, `expected a TracerError, got ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    return err;
+  }
+  assert.fail(`expected a TracerError '${code}'`);
+}
+
+test('traces a call entry into a schema-valid trace', async () => {
+  const trace = await pool.trace({ path: SUM, entry: { kind: 'call', expr: 'f([1, 2, 3])' } });
+  assert.equal(trace.schema, TRACE_SCHEMA_VERSION);
+  TraceSchema.parse(trace);
+  assert.deepEqual(trace.outcome, { kind: 'returned', value: { repr: '6', type: 'int', literal: true } });
+  assert.deepEqual(
+    trace.steps.map((s) => [s.event, s.line]),
+    [['call', 1], ['line', 2], ['line', 3], ['line', 4], ['line', 3], ['line', 4], ['line', 3], ['line', 4], ['line', 3], ['line', 5], ['return', 5]],
+  );
+  assert.equal(trace.files[0]!.path, SUM);
+});
+
+test('traces source text without a file', async () => {
+  const trace = await pool.trace({ source: 'def g(a):\n    return a * 2\n', entry: { kind: 'call', expr: 'g("ab")' } });
+  assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, "'abab'");
+});
+
+test('a script entry runs as __main__ with its arguments', async () => {
+  const p = file('script.py', 'import sys\nprint(sys.argv[1:])\nif __name__ == "__main__":\n    sys.exit(3)\n');
+  const trace = await pool.trace({ path: p, entry: { kind: 'script', args: ['a', 'b'] } });
+  assert.deepEqual(trace.outcome, { kind: 'exited', code: 3 });
+  assert.equal(trace.stdout.text, "['a', 'b']\n");
+});
+
+test('a module:function entry imports the module from cwd', async () => {
+  const pkg = mkdtempSync(join(tmpdir(), 'ev-pkg-'));
+  writeFileSync(join(pkg, 'mathy.py'), 'def double(x):\n    y = x * 2\n    return y\n');
+  const trace = await pool.trace({ cwd: pkg, entry: { kind: 'function', target: 'mathy:double', args: '21' } });
+  assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, '42');
+  assert.ok(trace.files[0]!.path.endsWith('mathy.py'));
+  assert.deepEqual(trace.steps.filter((s) => s.event === 'line').map((s) => s.line), [2, 3]);
+});
+
+test('syntax errors, missing files and bad entries are typed errors with a next step', async () => {
+  const bad = file('bad.py', 'def f(:\n    pass\n');
+  const e1 = await rejects(pool.trace({ path: bad, entry: { kind: 'call', expr: 'f()' } }), 'syntax_error');
+  assert.match(e1.message, /line 1/);
+  assert.ok(e1.hint.length > 0);
+  await rejects(pool.trace({ path: join(dir, 'nope.py'), entry: { kind: 'call', expr: 'f()' } }), 'file_not_found');
+  await rejects(pool.trace({ path: SUM, entry: { kind: 'call', expr: 'f(' } }), 'bad_entry');
+  await rejects(pool.trace({ path: SUM, entry: { kind: 'function', target: 'no-colon', args: '' } }), 'bad_entry');
+});
+
+test('an unknown op is a typed error and the worker stays usable', async () => {
+  await rejects(pool.request('no_such_op'), 'unknown_op');
+  const pong = (await pool.request('ping')) as { pong: boolean };
+  assert.equal(pong.pong, true);
+});
+
+test('bad programs get their own outcome and the next job is right', async () => {
+  const exit = file('exit.py', 'import os\ndef f():\n    x = 1\n    os._exit(7)\n');
+  const t1 = await pool.trace({ path: exit, entry: { kind: 'call', expr: 'f()' } });
+  assert.equal(t1.outcome.kind, 'crashed');
+  assert.equal(t1.outcome.kind === 'crashed' && t1.outcome.exitCode, 7);
+  const loop = file('loop.py', 'def f():\n    while True:\n        pass\n');
+  const t2 = await pool.trace({ path: loop, entry: { kind: 'call', expr: 'f()' }, limits: { steps: 100 } });
+  assert.deepEqual([t2.outcome.kind, t2.outcome.kind === 'limit' && t2.outcome.limit], ['limit', 'steps']);
+  assert.equal(t2.steps.length, 100);
+  const t3 = await pool.trace({ path: SUM, entry: { kind: 'call', expr: 'f([5])' } });
+  assert.equal(t3.outcome.kind === 'returned' && t3.outcome.value.repr, '5');
+});
+
+test('an AbortSignal cancels a running job; the pool goes on', async () => {
+  const hang = file('hang.py', 'import time\ndef f():\n    time.sleep(30)\n');
+  const ctl = new AbortController();
+  const running = pool.trace({ path: hang, entry: { kind: 'call', expr: 'f()' } }, ctl.signal);
+  setTimeout(() => ctl.abort(), 300);
+  await rejects(running, 'cancelled');
+  const next = await pool.trace({ path: SUM, entry: { kind: 'call', expr: 'f([1, 1])' } });
+  assert.equal(next.outcome.kind === 'returned' && next.outcome.value.repr, '2');
+});
+
+test('an already aborted signal never starts the job', async () => {
+  const ctl = new AbortController();
+  ctl.abort();
+  await rejects(pool.trace({ path: SUM, entry: { kind: 'call', expr: 'f([])' } }, ctl.signal), 'cancelled');
+});
+
+test('jobs queue beyond the pool size and all complete correctly', async () => {
+  const results = await Promise.all(
+    Array.from({ length: 7 }, (_, i) => pool.trace({ path: SUM, entry: { kind: 'call', expr: `f(range(${i}))` } })),
+  );
+  assert.deepEqual(
+    results.map((t) => (t.outcome.kind === 'returned' ? t.outcome.value.repr : '?')),
+    [0, 1, 2, 3, 4, 5, 6].map((i) => String((i * (i - 1)) / 2)),
+  );
+  assert.ok(pool.running <= 2);
+});
+
+test('a worker that dies is replaced for the next job', async () => {
+  const own = new TracerPool({ size: 1 });
+  try {
+    const pong = (await own.request('ping')) as { pid: number };
+    process.kill(pong.pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    const t = await own.trace({ path: SUM, entry: { kind: 'call', expr: 'f([2])' } });
+    assert.equal(t.outcome.kind === 'returned' && t.outcome.value.repr, '2');
+    const pong2 = (await own.request('ping')) as { pid: number };
+    assert.notEqual(pong2.pid, pong.pid);
+  } finally {
+    await own.close();
+  }
+});
+
+test('a missing interpreter is python_not_found with what to do', async () => {
+  const own = new TracerPool({ python: '/nonexistent/python3', size: 1 });
+  try {
+    const err = await rejects(own.trace({ path: SUM, entry: { kind: 'call', expr: 'f([])' } }), 'python_not_found');
+    assert.match(err.message, /EXECVERIFY_PYTHON|pythonPath/);
+  } finally {
+    await own.close();
+  }
+});
+
+test('close() fails queued work with closed', async () => {
+  const own = new TracerPool({ size: 1 });
+  const slow = file('slow.py', 'import time\ndef f():\n    time.sleep(5)\n');
+  const a = rejects(own.trace({ path: slow, entry: { kind: 'call', expr: 'f()' } }), 'closed');
+  const b = rejects(own.trace({ path: SUM, entry: { kind: 'call', expr: 'f([])' } }), 'closed');
+  await new Promise((r) => setTimeout(r, 300));
+  await own.close();
+  await a;
+  await b;
+  await rejects(own.request('ping'), 'closed');
+});
+
+test('resolvePython: setting, then EXECVERIFY_PYTHON, then python3', () => {
+  assert.equal(resolvePython('/opt/py', { EXECVERIFY_PYTHON: '/env/py' }), '/opt/py');
+  assert.equal(resolvePython(undefined, { EXECVERIFY_PYTHON: '/env/py' }), '/env/py');
+  assert.equal(resolvePython('  ', { EXECVERIFY_PYTHON: '' }), 'python3');
+});
+
+test('pythonTracerDir is found from src/, dist/ and an installed layout', () => {
+  const here = pythonTracerDir(__dirname);
+  assert.ok(here.endsWith('python-tracer'));
+  const fake = new Set(['/ext/python-tracer/execverify/worker.py']);
+  assert.equal(pythonTracerDir('/ext/dist', (p) => fake.has(p)), '/ext/python-tracer');
+  assert.throws(() => pythonTracerDir('/elsewhere/dist', () => false), /python-tracer\/ not found/);
+});
