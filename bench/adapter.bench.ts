@@ -1,6 +1,6 @@
 // Replay adapter on a 1,000,000-event trace recorded by the real tracer:
 //   latency p50 / p99 of next, stepIn, stepOut, stepBack, stackTrace, scopes and
-//   variables at 40 positions spread across the trace (target p99 < 10 ms each),
+//   variables at 100 positions spread across the trace (target p99 < 10 ms each),
 //   measured through DAP (DebugClient over a loopback socket), plus the time to
 //   index the trace, a whole-trace conditional continue, and the memory used.
 // Run: npm run bench:adapter  (not part of the test suite; prints numbers).
@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { replaySessionDeps } from '../src/adapter/nodeDeps';
@@ -18,7 +18,7 @@ import { TracerPool } from '../src/engine/trace/runner';
 import { TraceSchema, type Trace } from '../src/engine/trace/schema';
 
 const EVENTS = 1_000_000;
-const POSITIONS = 40;
+const POSITIONS = 100;
 
 const PROGRAM = `
 def step(x):
@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   // The session replays this trace; its recorder hands it over instead of running Python again.
   let session: ReplayDebugSession | undefined;
   const server = net.createServer((socket) => {
+    socket.setNoDelay(true);
     session = new ReplayDebugSession(replaySessionDeps({ recorder: { record: async () => ({ ok: true, trace }) }, cwd: process.cwd() }));
     session.setRunAsServer(true);
     session.start(socket, socket);
@@ -91,9 +92,16 @@ async function main(): Promise<void> {
   await dc.start((server.address() as net.AddressInfo).port);
 
   const program = trace.files[0]!.path;
+  // A reused trace's program may be gone (it was recorded from a temp dir): put the recorded source back.
+  let restored: string | undefined;
+  if (!fs.existsSync(program)) {
+    fs.mkdirSync(path.dirname(program), { recursive: true });
+    fs.writeFileSync(program, trace.files[0]!.source);
+    restored = path.dirname(program);
+  }
   const t0 = performance.now();
   const firstStop = dc.waitForEvent('stopped');
-  await dc.initializeRequest({ adapterID: 'execverify', linesStartAt1: true, columnsStartAt1: true });
+  await dc.initializeRequest({ adapterID: 'execverify', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
   const configured = dc.waitForEvent('initialized').then(() => dc.configurationDoneRequest());
   await dc.launchRequest({ program, entry: 'work(10_000_000)' } as DebugProtocol.LaunchRequestArguments);
   await configured;
@@ -102,13 +110,21 @@ async function main(): Promise<void> {
   global.gc?.();
   const after = process.memoryUsage();
 
-  const samples: Record<string, number[]> = { next: [], stepIn: [], stepOut: [], stepBack: [], stackTrace: [], scopes: [], variables: [], 'variables(child)': [], evaluate: [] };
+  const samples: Record<string, { start: number; ms: number }[]> = { next: [], stepIn: [], stepOut: [], stepBack: [], stackTrace: [], scopes: [], variables: [], 'variables(child)': [], evaluate: [] };
   const time = async (name: string, fn: () => Promise<unknown>) => {
     const s = performance.now();
     const r = await fn();
-    samples[name]!.push(performance.now() - s);
+    samples[name]!.push({ start: s, ms: performance.now() - s });
     return r;
   };
+  // Garbage-collection pauses over a heap that holds a million parsed steps are the main source of
+  // outliers (besides a shared, loaded machine): record them to tell the two apart in the report.
+  const gcPauses: { start: number; end: number; kind: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e.detail as { kind?: number } | undefined)?.kind ?? 0 });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  global.gc?.();
   const move = (name: string, send: () => Promise<unknown>) =>
     time(name, async () => {
       const stopped = dc.waitForEvent('stopped');
@@ -150,18 +166,29 @@ async function main(): Promise<void> {
   console.log(`index + first stop: ${indexMs.toFixed(0)} ms`);
   console.log(`memory: rss ${mb(before.rss)} -> ${mb(after.rss)} (+${mb(after.rss - before.rss)} for the session's index), heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)}); the parsed trace itself is in 'before'`);
   console.log(`\nrequest latency over DAP (${POSITIONS} positions across the trace), target p99 < 10 ms:`);
+  gcObserver.disconnect();
   let worst = 0;
+  let worstNoGc = 0;
+  const overlapsGc = (x: { start: number; ms: number }) => gcPauses.some((g) => g.end > x.start && g.start < x.start + x.ms && g.end - g.start > 1);
   for (const [name, xs] of Object.entries(samples)) {
     if (!xs.length) continue;
-    const sorted = [...xs].sort((a, b) => a - b);
+    const sorted = xs.map((x) => x.ms).sort((a, b) => a - b);
+    const clean = xs.filter((x) => !overlapsGc(x)).map((x) => x.ms).sort((a, b) => a - b);
     const p99 = percentile(sorted, 99);
     worst = Math.max(worst, p99);
-    console.log(`  ${name.padEnd(17)} n=${String(xs.length).padStart(3)}  p50 ${percentile(sorted, 50).toFixed(2).padStart(6)} ms  p99 ${p99.toFixed(2).padStart(6)} ms  max ${sorted.at(-1)!.toFixed(2)} ms`);
+    if (clean.length) worstNoGc = Math.max(worstNoGc, percentile(clean, 99));
+    console.log(
+      `  ${name.padEnd(17)} n=${String(xs.length).padStart(3)}  p50 ${percentile(sorted, 50).toFixed(2).padStart(6)} ms  p99 ${p99.toFixed(2).padStart(6)} ms  max ${sorted.at(-1)!.toFixed(2).padStart(6)} ms` +
+        `  | without GC-overlapped samples (${xs.length - clean.length} dropped): p99 ${clean.length ? percentile(clean, 99).toFixed(2) : '-'} ms`,
+    );
   }
+  const pauses = gcPauses.map((g) => g.end - g.start).sort((a, b) => a - b);
+  console.log(`GC during the measurements: ${pauses.length} pauses, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms, longest ${(pauses.at(-1) ?? 0).toFixed(1)} ms; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
   console.log(`\ncontinue with a never-true condition over the whole trace (${lineSteps.length} evaluations): ${wholeTraceMs.toFixed(0)} ms`);
-  console.log(`worst p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target`);
+  console.log(`worst p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target (without GC-overlapped samples: ${worstNoGc.toFixed(2)} ms)`);
   await dc.stop();
   server.close();
+  if (restored) fs.rmSync(restored, { recursive: true, force: true });
   void session;
 }
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { PanelDataSchema, TraceResultSchema, type PanelData } from '../src/server/protocol';
+import { PanelDataWireSchema, TraceResultSchema, type PanelData } from '../src/server/protocol';
 import { startServer } from '../test/server/lsp-client';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
 
     // A cached trace with a prediction, its verdict, and a whole-call verification (baseline answers).
     const run = TraceResultSchema.parse(await c.sendRequest('execverify/trace', { uri, entry: 'f150(list(range(40)))' }));
-    const data = PanelDataSchema.parse(await c.sendRequest('execverify/panel', { runId: run.runId }));
+    const data = PanelDataWireSchema.parse(await c.sendRequest('execverify/panel', { runId: run.runId }));
     const step = data.rows.find((r) => r.event === 'line')!.step;
     const p = (await c.sendRequest('execverify/predict', { runId: run.runId, step })) as { id: string };
     await c.sendRequest('execverify/reveal', { predictionId: p.id });
@@ -78,10 +78,13 @@ async function main(): Promise<void> {
     console.log(`CodeLens + inline results together:              ${stats(both)}  → target < 50 ms: ${p95 < 50 ? 'met' : 'MISSED'} (p95)`);
 
     // The panel on a 10,000-step run.
-    const long = TraceResultSchema.parse(await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))' }));
+    const long = TraceResultSchema.parse(
+      await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))', limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 } }),
+    );
+    if (long.steps < 10_000) throw new Error(`the long run has only ${long.steps} steps (${long.outcome})`);
     let panel: PanelData | undefined;
     const fetch = await time(10, async () => {
-      panel = PanelDataSchema.parse(await c.sendRequest('execverify/panel', { runId: long.runId }));
+      panel = PanelDataWireSchema.parse(await c.sendRequest('execverify/panel', { runId: long.runId }));
     });
     console.log(`\nPanel data for a ${long.steps}-step run (server rows + JSON over stdio + zod): ${stats(fetch)}`);
     const message = { type: 'data', data: panel };

@@ -10,6 +10,7 @@
 // event loop; bare loop and client send the same body and parse the same JSON.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ModelClient } from '../src/engine/model/client';
@@ -46,22 +47,26 @@ const prompt = chatPrompt([
   { role: 'user', content: 'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\nQuestion1: Fill the assertion statement.\nassert f([1, 2]) == ??' },
 ]);
 
-async function loop(concurrency: number, total: number, one: () => Promise<unknown>): Promise<number> {
+/** Runs `total` requests with `concurrency` workers; returns requests/s and this process's CPU µs per request. */
+async function loop(concurrency: number, total: number, one: () => Promise<unknown>): Promise<{ rps: number; cpuUs: number }> {
   let started = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (started++ < total) await one();
     }),
   );
-  return (total / (performance.now() - t0)) * 1000;
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { rps: (total / wall) * 1000, cpuUs: (cpu.user + cpu.system) / total };
 }
 
 async function throughput(url: string) {
   const target = new URL(`${url}/chat/completions`);
   // The same request body the client sends; the bare loop serialises it per request as any client must.
   const request = buildRequestBody({ model: 'test-model', api: 'chat' }, { prompt }, 1, { temperature: 0, maxTokens: 64 }, false);
-  const rows: { concurrency: number; bare: number; client: number; overhead: number }[] = [];
+  const rows: { concurrency: number; bare: number; client: number; overhead: number; bareCpu: number; clientCpu: number }[] = [];
   for (const concurrency of LEVELS) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
     const bare = () =>
@@ -86,15 +91,21 @@ async function throughput(url: string) {
     await loop(concurrency, Math.min(500, REQUESTS), viaClient);
     let bestBare = 0;
     let bestClient = 0;
+    let bareCpu = Infinity;
+    let clientCpu = Infinity;
     for (let r = 0; r < ROUNDS; r++) {
-      bestBare = Math.max(bestBare, await loop(concurrency, REQUESTS, bare));
-      bestClient = Math.max(bestClient, await loop(concurrency, REQUESTS, viaClient));
+      const b = await loop(concurrency, REQUESTS, bare);
+      const c = await loop(concurrency, REQUESTS, viaClient);
+      bestBare = Math.max(bestBare, b.rps);
+      bestClient = Math.max(bestClient, c.rps);
+      bareCpu = Math.min(bareCpu, b.cpuUs);
+      clientCpu = Math.min(clientCpu, c.cpuUs);
     }
     const stats = client.stats();
     if (stats.failures > 0) throw new Error(`the client failed ${stats.failures} requests during the benchmark`);
     client.close();
     agent.destroy();
-    rows.push({ concurrency, bare: bestBare, client: bestClient, overhead: 1 - bestClient / bestBare });
+    rows.push({ concurrency, bare: bestBare, client: bestClient, overhead: 1 - bestClient / bestBare, bareCpu, clientCpu });
   }
   return rows;
 }
@@ -123,12 +134,16 @@ async function main() {
   const server = await startServer();
   try {
     console.log(`model client throughput: ${REQUESTS} requests per round, best of ${ROUNDS} rounds, instant local server (separate process)`);
-    console.log('concurrency   bare node:http req/s   ModelClient req/s   overhead');
+    console.log('throughput overhead = 1 − client req/s ÷ bare req/s (target ≤ 15%); CPU = client-process CPU µs per request (robust on a busy machine)');
+    console.log('concurrency   bare req/s   client req/s   overhead   bare CPU µs/req   client CPU µs/req   extra CPU');
     for (const row of await throughput(server.url)) {
       console.log(
-        `${String(row.concurrency).padStart(11)}   ${row.bare.toFixed(0).padStart(20)}   ${row.client.toFixed(0).padStart(17)}   ${(row.overhead * 100).toFixed(1).padStart(7)}%${row.overhead > 0.15 ? '  (above the 15% target)' : ''}`,
+        `${String(row.concurrency).padStart(11)}   ${row.bare.toFixed(0).padStart(10)}   ${row.client.toFixed(0).padStart(12)}   ${(row.overhead * 100).toFixed(1).padStart(7)}%` +
+          `   ${row.bareCpu.toFixed(0).padStart(15)}   ${row.clientCpu.toFixed(0).padStart(17)}   ${((row.clientCpu / row.bareCpu - 1) * 100).toFixed(0).padStart(8)}%` +
+          `${row.overhead > 0.15 ? '  (throughput overhead above the 15% target)' : ''}`,
       );
     }
+    console.log(`load average while measuring: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
   } finally {
     server.stop();
   }

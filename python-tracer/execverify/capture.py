@@ -165,7 +165,14 @@ def _returned_normally(frame) -> bool:
 
 
 class CallCapture:
-    """Collects literal (call, result) pairs for module-level functions under `root`."""
+    """Collects literal (call, result) pairs for module-level functions under `root`.
+
+    Two backends with the same results: `sys.monitoring` on Python 3.12+
+    (code that is not a candidate is switched off after its first call, so the
+    tests run near full speed), `sys.settrace` before (one callback per Python
+    call). Drop counts: `method_or_nested`, `generator` and `per_function_cap`
+    count functions; every other reason counts calls.
+    """
 
     def __init__(
         self,
@@ -174,35 +181,45 @@ class CallCapture:
         repr_limit: int = DEFAULT_REPR_LIMIT,
         container_limit: int = DEFAULT_CONTAINER_LIMIT,
         max_calls: int = 0,
+        backend: str = "auto",
     ):
         self.root = os.path.realpath(root)
         self.per_function = per_function
         self.repr_limit = repr_limit
         self.container_limit = container_limit
         self.max_calls = max_calls
-        self.calls = []  # list of dicts, see _record
+        self.calls = []
         self.drops = Counter()
         self.current_test = None
-        self._code_info = {}  # code object -> (file, function name) or None
+        if backend == "auto":
+            backend = "monitoring" if hasattr(sys, "monitoring") else "settrace"
+        self.backend = backend
+        self._code_info = {}  # id(code) -> (code, (file, name) | reason | None)
+        self._capped = set()
         self._seen = set()
         self._per_function = Counter()
+        self._pending = {}  # id(frame) -> (info, line, expr), monitoring backend
         self._previous = None
-        self._active = False
+        self._tool = None
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
+        if self.backend == "monitoring":
+            self._start_monitoring()
+            return
         # settrace rather than setprofile: the global trace function sees only
         # Python-level calls (no c_call storm), and a frame that is not a
         # candidate gets no further events at all.
         self._previous = sys.gettrace()
-        self._active = True
         threading.settrace(self._on_call)
         sys.settrace(self._on_call)
 
     def stop(self) -> None:
+        if self.backend == "monitoring":
+            self._stop_monitoring()
+            return
         sys.settrace(self._previous)
         threading.settrace(None)
-        self._active = False
 
     def __enter__(self):
         self.start()
@@ -212,7 +229,7 @@ class CallCapture:
         self.stop()
         return False
 
-    # -- the hook ----------------------------------------------------------
+    # -- deciding about one call -------------------------------------------
     def _classify(self, frame):
         """(relative file, name) for a capturable function, or a drop reason, or None."""
         code = frame.f_code
@@ -233,55 +250,45 @@ class CallCapture:
             return "method_or_nested"
         return (rel, name)
 
-    def _on_call(self, frame, event, arg):
-        if event != "call":
-            return None
+    def _info(self, frame):
         code = frame.f_code
         # Keyed by id: hashing a code object hashes its bytecode, and this runs
         # on every call the tests make. The code object is kept in the entry so
         # a recycled id is detected.
         cached = self._code_info.get(id(code))
         if cached is None or cached[0] is not code:
-            cached = (code, self._classify(frame))
+            info = self._classify(frame)
+            if info.__class__ is str:
+                self.drops[info] += 1  # counted once per function
+            cached = (code, info)
             self._code_info[id(code)] = cached
-        info = cached[1]
-        if info is None:
-            return None
-        if info.__class__ is str:
-            self.drops[info] += 1
-            return None
-        name = info[1]
+        return cached[1]
+
+    def _begin(self, frame, info):
+        """The pending call (info, line, expr) to finish at return, or None (counted why)."""
         if self._per_function[info] >= self.per_function:
-            self.drops["per_function_cap"] += 1
+            if info not in self._capped:
+                self._capped.add(info)
+                self.drops["per_function_cap"] += 1
             return None
         if self.max_calls and len(self.calls) >= self.max_calls:
             self.drops["capture_cap"] += 1
             return None
-        expr, why = _call_expr(name, code, frame.f_locals, self.repr_limit, self.container_limit)
+        code = frame.f_code
+        expr, why = _call_expr(info[1], code, frame.f_locals, self.repr_limit, self.container_limit)
         if expr is None:
             self.drops[why] += 1
             return None
         if (info[0], expr) in self._seen:
             self.drops["duplicate_call"] += 1
             return None
-        frame.f_trace_lines = False
-        pending = (info, code.co_firstlineno, expr)
+        return (info, code.co_firstlineno, expr)
 
-        def on_event(frame, event, arg):
-            if event == "return":
-                self._finish(frame, pending, arg)
-            return on_event
-
-        return on_event
-
-    def _finish(self, frame, pending, value) -> None:
+    def _finish(self, pending, value) -> None:
         info, line, expr = pending
         path, name = info
         if (path, expr) in self._seen:
             self.drops["duplicate_call"] += 1  # a recursive call finished first with the same input
-            return
-        if not _returned_normally(frame):
-            self.drops["raised"] += 1
             return
         text, why = literal_repr(value, self.repr_limit, self.container_limit)
         if text is None:
@@ -300,6 +307,82 @@ class CallCapture:
                 "test": self.current_test,
             }
         )
+
+    # -- settrace backend (Python < 3.12) ----------------------------------
+    def _on_call(self, frame, event, arg):
+        if event != "call":
+            return None
+        info = self._info(frame)
+        if info is None or info.__class__ is str:
+            return None
+        pending = self._begin(frame, info)
+        if pending is None:
+            return None
+        frame.f_trace_lines = False
+
+        def on_event(frame, event, arg):
+            if event == "return":
+                if _returned_normally(frame):
+                    self._finish(pending, arg)
+                else:
+                    self.drops["raised"] += 1
+            return on_event
+
+        return on_event
+
+    # -- sys.monitoring backend (Python 3.12+) ------------------------------
+    def _start_monitoring(self) -> None:
+        mon = sys.monitoring
+        for tool in (mon.PROFILER_ID, 3, 4, 5):
+            try:
+                mon.use_tool_id(tool, "execverify-capture")
+            except ValueError:
+                continue  # taken (coverage, a debugger): try the next one
+            self._tool = tool
+            break
+        else:
+            raise RuntimeError("no free sys.monitoring tool id for the call capture")
+        ev = mon.events
+        mon.register_callback(self._tool, ev.PY_START, self._mon_start)
+        mon.register_callback(self._tool, ev.PY_RETURN, self._mon_return)
+        mon.register_callback(self._tool, ev.PY_UNWIND, self._mon_unwind)
+        mon.set_events(self._tool, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
+
+    def _stop_monitoring(self) -> None:
+        if self._tool is None:
+            return
+        mon = sys.monitoring
+        mon.set_events(self._tool, 0)
+        for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND):
+            mon.register_callback(self._tool, event, None)
+        mon.free_tool_id(self._tool)
+        self._tool = None
+
+    def _mon_start(self, code, offset):
+        frame = sys._getframe(1)
+        if frame.f_code is not code:
+            return None
+        info = self._info(frame)
+        if info is None or info.__class__ is str or info in self._capped:
+            return sys.monitoring.DISABLE  # never a candidate again: no more events from here
+        pending = self._begin(frame, info)
+        if pending is not None:
+            self._pending[id(frame)] = pending
+        elif info in self._capped:
+            return sys.monitoring.DISABLE
+        return None
+
+    def _mon_return(self, code, offset, value):
+        if not self._pending:
+            return sys.monitoring.DISABLE if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple else None
+        pending = self._pending.pop(id(sys._getframe(1)), None)
+        if pending is not None:
+            self._finish(pending, value)
+        return None
+
+    def _mon_unwind(self, code, offset, exc):
+        if self._pending and self._pending.pop(id(sys._getframe(1)), None) is not None:
+            self.drops["raised"] += 1
 
     # -- output ------------------------------------------------------------
     def write(self, path: str, extra=None) -> None:

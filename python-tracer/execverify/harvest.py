@@ -92,6 +92,9 @@ def run_capture(root: str, out: str, runner: str = "auto", pattern: str = "test*
     sys.path.insert(0, root)
     os.chdir(root)
     _forget_preimported(root)
+    # `--max-time` ends the run with SIGTERM: stop the tests like Ctrl-C does
+    # and still write what was captured (the summary says "interrupted").
+    signal.signal(signal.SIGTERM, _interrupt)
     if runner == "pytest":
         import pytest
 
@@ -107,15 +110,25 @@ def run_capture(root: str, out: str, runner: str = "auto", pattern: str = "test*
         suite = unittest.defaultTestLoader.discover(root, pattern=pattern, top_level_dir=root)
         test_runner = unittest.TextTestRunner(stream=stream, verbosity=0, resultclass=_CaptureResult)
         _CaptureResult.capture = capture
+        result = test_runner.resultclass(test_runner.stream, test_runner.descriptions, test_runner.verbosity)
+        interrupted = False
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-            result = test_runner.run(suite)
+            try:
+                suite(result)
+            except KeyboardInterrupt:
+                interrupted = True
     info = {
         "runner": "unittest",
         "testsRun": result.testsRun,
         "testFailures": len(result.failures) + len(result.errors),
+        "interrupted": interrupted,
     }
     capture.write(out, info)
     return info
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt()
 
 
 class _Timeout(BaseException):

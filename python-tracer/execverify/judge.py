@@ -306,7 +306,13 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float))  # bool is an int, as in Python
 
 
+_SIMPLE_TYPES = (int, str, bytes, bool, type(None))
+
+
 def _eq(a: Any, b: Any, tol: float, depth: int) -> bool:
+    ta = type(a)
+    if ta is type(b) and ta in _SIMPLE_TYPES:
+        return a == b
     if depth > 100:
         return bool(a == b)
     if isinstance(a, float) or isinstance(b, float):
@@ -387,28 +393,33 @@ def _actual_value(value: Dict[str, Any]) -> Tuple[bool, Any]:
 
 def value_matches(answer_text: str, value: Dict[str, Any], opts: JudgeOptions = DEFAULT_OPTIONS) -> Dict[str, Any]:
     """Does the predicted value text equal the recorded Value? (no type check)"""
+    ok, reason = _value_matches(answer_text, value, opts)
+    return verdict(ok, reason)
+
+
+def _value_matches(answer_text: Any, value: Dict[str, Any], opts: JudgeOptions) -> Tuple[bool, str]:
     if not isinstance(answer_text, str):
-        return verdict(False, "no_answer")
+        return False, "no_answer"
     if len(answer_text) > MAX_ANSWER_CHARS:
-        return verdict(False, "answer_too_long")
+        return False, "answer_too_long"
     text = answer_text.strip()
     if not text:
-        return verdict(False, "no_answer")
+        return False, "no_answer"
     if value.get("truncated"):
-        return verdict(False, "truth_inexact")
+        return False, "truth_inexact"
     ok_actual, actual = actual_value(value)
     if not ok_actual:
         # Non-literal actual (an object, a deque, a generator): normalised repr.
         same = normalize_repr(text) == normalize_repr(str(value.get("repr", "")))
-        return verdict(same, "repr_equal" if same else "repr_differs")
+        return same, ("repr_equal" if same else "repr_differs")
     ok_pred, pred = parse_literal(text)
     if ok_pred and values_equal(pred, actual, opts.float_tol):
-        return verdict(True, "equal")
+        return True, "equal"
     if opts.unquoted_strings and isinstance(actual, str) and text == actual:
-        return verdict(True, "equal_unquoted")
+        return True, "equal_unquoted"
     if not ok_pred:
-        return verdict(False, "not_a_literal")
-    return verdict(False, "value_differs")
+        return False, "not_a_literal"
+    return False, "value_differs"
 
 
 # -------------------------------------------------------------- per-kind judges
@@ -448,15 +459,14 @@ def judge_state(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAULT
     if is_nil(answer):
         return verdict(False, "unexpected_nil")
     value_text, type_text = split_value_type(answer)
-    v = value_matches(value_text, truth, opts)
+    v_ok, v_reason = _value_matches(value_text, truth, opts)
     if type_text is None:
         if opts.require_type:
-            return verdict(False, "type_missing", value_ok=v["correct"], type_ok=False)
-        return verdict(v["correct"], v["reason"], value_ok=v["correct"], type_ok=None)
+            return {"correct": False, "reason": "type_missing", "value_ok": v_ok, "type_ok": False}
+        return {"correct": v_ok, "reason": v_reason, "value_ok": v_ok, "type_ok": None}
     t_ok = types_match(type_text, str(truth.get("type", "")))
-    ok = v["correct"] and t_ok
-    reason = v["reason"] if (not v["correct"] or t_ok) else "type_differs"
-    return verdict(ok, reason, value_ok=v["correct"], type_ok=t_ok)
+    reason = v_reason if (not v_ok or t_ok) else "type_differs"
+    return {"correct": v_ok and t_ok, "reason": reason, "value_ok": v_ok, "type_ok": t_ok}
 
 
 def judge_state_any(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAULT_OPTIONS) -> Dict[str, Any]:
@@ -585,12 +595,14 @@ def judge_input(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAULT
         return verdict(False, "answer_too_long")
     fn = str(truth.get("fn") or "f")
     call = answer.strip()
-    if not re.match(r"^" + re.escape(fn) + r"\s*\(", call):
+    # The answer is an argument list, written as one call of the function:
+    # `f(0) + 6` would make any function "return" the output.
+    shape = _call_shape(call, fn)
+    if shape is None:
         return verdict(False, "not_a_call")
-    if opts.strict_literals:
+    if opts.strict_literals and not shape:
         # Arguments must be literals; the call itself still has to run.
-        if not _call_with_literal_args(call, fn):
-            return verdict(False, "not_a_literal")
+        return verdict(False, "not_a_literal")
     if evaluator is None:
         from . import expr_eval as evaluator  # noqa: F811
     return evaluator.judge_expression(call, truth.get("output") or {}, truth.get("code", ""), opts)
@@ -611,11 +623,15 @@ def _cruxeval_official(mode: str, answer: Any, truth: Dict[str, Any], opts: Judg
     return evaluator.submit(item)
 
 
-def _call_with_literal_args(call: str, fn: str) -> bool:
+def _call_shape(call: str, fn: str) -> Optional[bool]:
+    """None: not a single call of `fn`; True: a call with literal arguments only; False: other arguments."""
     try:
         node = ast.parse(call, mode="eval").body
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == fn):
-            return False
+    except Exception:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == fn):
+        return None
+    try:
         for arg in list(node.args) + [k.value for k in node.keywords]:
             if isinstance(arg, ast.Starred):
                 return False

@@ -11,6 +11,8 @@ import os
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
 
+_CONFIG = []  # the config the plugin was set up with (one pytest session per process)
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("execverify", "ExecVerify call capture")
@@ -28,6 +30,7 @@ def pytest_configure(config):
     root = config.getoption("--execverify-root") or str(config.rootpath if hasattr(config, "rootpath") else config.rootdir)
     capture = CallCapture(root, per_function=config.getoption("--execverify-per-function"))
     config._execverify_capture = (capture, os.path.abspath(out))
+    _CONFIG[:] = [config]
     capture.start()
 
 
@@ -43,4 +46,14 @@ def pytest_unconfigure(config):
         return
     capture, out = state
     capture.stop()
-    capture.write(out, {"runner": "pytest"})
+    capture.write(out, {"runner": "pytest", "testsRun": getattr(config, "_execverify_tests", 0), "testFailures": getattr(config, "_execverify_failures", 0)})
+
+
+def pytest_runtest_logreport(report):
+    config = _CONFIG[0] if _CONFIG else None
+    if config is None or report.when != "call":
+        return
+    config._execverify_tests = getattr(config, "_execverify_tests", 0) + 1
+    if report.failed:
+        config._execverify_failures = getattr(config, "_execverify_failures", 0) + 1
+

@@ -204,16 +204,24 @@ def _options_from_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return {"reward": reward, "judge": judge}
 
 
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal style: [{"type": "text", "text": ...}]
+        return "".join(p.get("text", "") for p in content
+                       if isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str))
+    return ""
+
+
 def _completion_text(completion: Any) -> str:
     """TRL completions are strings (plain datasets) or message lists (conversational)."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list):
-        parts = [m.get("content", "") for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
-        return "".join(p if isinstance(p, str) else "" for p in parts)
+        return "".join(_content_text(m.get("content")) for m in completion
+                       if isinstance(m, dict) and m.get("role", "assistant") == "assistant")
     if isinstance(completion, dict):
-        c = completion.get("content", "")
-        return c if isinstance(c, str) else ""
+        return _content_text(completion.get("content"))
     return ""
 
 

@@ -185,6 +185,48 @@ class CaptureProjectTest(unittest.TestCase):
             self.assertEqual(proc.stdout.strip(), sample["result"], sample["entry"])
 
 
+class InterruptedCaptureTest(unittest.TestCase):
+    def test_sigterm_stops_the_tests_and_keeps_what_was_captured(self):
+        import signal
+        import time
+
+        root = tempfile.mkdtemp(prefix="execverify-interrupt-")
+        marker = os.path.join(root, "started")
+        try:
+            with open(os.path.join(root, "mod.py"), "w") as fh:
+                fh.write("def f(x):\n    return x * 2\n")
+            with open(os.path.join(root, "test_mod.py"), "w") as fh:
+                fh.write(textwrap.dedent(
+                    """
+                    import time, unittest
+                    import mod
+
+                    class T(unittest.TestCase):
+                        def test_a(self):
+                            self.assertEqual(mod.f(2), 4)
+
+                        def test_b_slow(self):
+                            open(%r, "w").close()
+                            time.sleep(60)
+                    """ % marker))
+            out = os.path.join(root, "calls.jsonl")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "execverify.harvest", "capture", "--root", root, "--out", out],
+                env=dict(os.environ, PYTHONPATH=TRACER_DIR), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )
+            deadline = time.time() + 60
+            while not os.path.exists(marker) and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+            self.assertEqual(proc.returncode, 0)
+            lines = read_jsonl(out)
+            self.assertEqual([c["entry"] for c in lines if c["kind"] == "call"], ["f(2)"])
+            self.assertTrue(lines[-1]["interrupted"])
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 class ExtractTest(unittest.TestCase):
     SOURCE = textwrap.dedent(
         '''

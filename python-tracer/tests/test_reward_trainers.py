@@ -37,6 +37,27 @@ class Trainers(unittest.TestCase):
         finally:
             sys.modules.pop("custom_module", None)
 
+    def test_reward_file_works_in_a_fresh_interpreter_without_the_package_on_the_path(self):
+        # What verl / OpenRLHF do in their own processes: only the file path is known.
+        import subprocess
+        import tempfile
+
+        script = (
+            "import importlib.util, json, sys\n"
+            "spec = importlib.util.spec_from_file_location('custom_module', sys.argv[1])\n"
+            "m = importlib.util.module_from_spec(spec); sys.modules['custom_module'] = m\n"
+            "spec.loader.exec_module(m)\n"
+            "print(json.dumps([m.compute_score('d', sys.argv[2], sys.argv[3], None),"
+            " [float(x) for x in m.reward_func([sys.argv[2]], [''], [sys.argv[3]])]]))\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        out = subprocess.run([sys.executable, "-c", script, REWARD_FILE, RIGHT, TRUTH], env=env,
+                             cwd=tempfile.gettempdir(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr.decode())
+        score, rewards = json.loads(out.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual(score, 2.0)
+        self.assertEqual([float(x) for x in rewards], [2.0])
+
     def test_trl_plain_and_conversational_completions(self):
         plain = reward.trl_reward(prompts=["p", "p"], completions=[RIGHT, HALF], ground_truth=[TRUTH, TRUTH],
                                   completion_ids=[[1], [2]], trainer_state=None)
@@ -44,6 +65,9 @@ class Trainers(unittest.TestCase):
         chat = reward.trl_reward(prompts=[[{"role": "user", "content": "p"}]],
                                  completions=[[{"role": "assistant", "content": RIGHT}]], ground_truth=[TRUTH])
         self.assertEqual(chat, [2.0])
+        parts = reward.trl_reward(prompts=["p"], completions=[[{"role": "assistant", "content": [{"type": "text", "text": RIGHT}]}]],
+                                  ground_truth=[TRUTH])
+        self.assertEqual(parts, [2.0])
         self.assertEqual(reward.trl_reward.__name__, "execverify_reward")
 
     def test_openrlhf_strips_the_prompt_from_queries(self):

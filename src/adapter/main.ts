@@ -12,6 +12,8 @@ const USAGE = 'usage: node dist/adapter.js [--server=PORT]\n  DAP over stdin/std
 export async function startServer(port: number, pools: TracerPools, cwd = process.cwd()): Promise<net.Server> {
   const recorder = tracerRecorder(pools.poolFor);
   const server = net.createServer((socket) => {
+    // A stop is a response plus events written back to back: without this, Nagle's algorithm holds them ~40 ms.
+    socket.setNoDelay(true);
     const session = new ReplayDebugSession(replaySessionDeps({ recorder, cwd }));
     session.setRunAsServer(true);
     session.start(socket, socket);

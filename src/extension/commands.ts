@@ -182,8 +182,11 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (!stop) return void vscode.window.showInformationMessage('ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.');
     const prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
     lastPrediction = prediction;
-    if (prediction.problems.length > 0) {
-      void vscode.window.showWarningMessage(`ExecVerify: the model's answer had problems: ${prediction.problems.slice(0, 3).join('; ')}`);
+    // Unusable answers get a message; a missing variable is already drawn inline as "(no answer)".
+    if (prediction.nextLine === null && prediction.problems.length > 0) {
+      void vscode.window.showWarningMessage(`ExecVerify: the model's answer could not be used: ${prediction.problems[0]}`);
+    } else if (prediction.problems.length > 0) {
+      log(`prediction ${prediction.id}: ${prediction.problems.join('; ')}`);
     }
     return prediction;
   });
@@ -230,10 +233,10 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (!out) {
       const datasetDir = vscode.workspace.getConfiguration('execverify').get<string>('datasetDir') || '.execverify';
       out = await vscode.window.showInputBox({
-        title: `ExecVerify: export ${format} to the folder…`,
+        title: `ExecVerify: export ${format} to…`,
         value: `${datasetDir.replace(/\/+$/, '')}/export/${format}`,
-        prompt: 'One file per split (train / validation / test) is written there. Relative paths are inside the workspace folder.',
-        validateInput: (v) => (v.trim() ? undefined : 'Enter a folder'),
+        prompt: 'A folder (one file per split: train / validation / test) or a file name such as out.parquet. Relative paths are inside the workspace folder.',
+        validateInput: (v) => (v.trim() ? undefined : 'Enter a folder or a file name'),
       });
       if (!out) return undefined;
     }

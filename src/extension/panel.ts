@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { Methods, PanelDataSchema, RunChangedSchema, type PanelData } from '../server/protocol';
+import { Methods, PanelDataWireSchema, RunChangedSchema, type PanelData } from '../server/protocol';
 import type { EngineClient } from './engine-client';
 import type { Log } from './log';
 
@@ -86,7 +86,7 @@ export function registerPanel(context: vscode.ExtensionContext, deps: { client: 
   const load = async (id: string) => {
     runId = id;
     try {
-      data = await deps.client.request(Methods.panel, { runId: id }, PanelDataSchema);
+      data = await deps.client.request(Methods.panel, { runId: id }, PanelDataWireSchema);
       post({ type: 'data', data });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);

@@ -110,6 +110,7 @@ function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): 
     kind: q.kind,
     line: 'line' in q ? q.line : 0,
     label: label(q),
+    ...('var' in q ? { var: q.var } : {}),
     predicted: answer === null || answer === undefined ? '(no answer)' : answer,
     actual: truthText(q),
     ok: v.correct,

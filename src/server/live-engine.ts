@@ -1,6 +1,7 @@
 // The real Engine: the tracer pool, the question generator, the model client
 // (or the baseline), the judge and the sample store, assembled for the server.
 // Every failure leaves here as an EngineError that says what to do next.
+import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { readStore, SampleStore } from '../engine/dataset/store';
 import { exportRecords } from '../engine/dataset/exporters';
@@ -142,8 +143,27 @@ export class LiveEngine implements Engine {
   async exportSamples(storeDir: string, params: ExportParams, _settings: Settings): Promise<ExportResult> {
     const { items } = readStore(storeDir);
     if (items.length === 0) throw new EngineError('store_failed', `The sample store ${storeDir} is empty: add samples first (“Add to dataset” in the panel).`);
-    const result = exportRecords(items, { format: params.format, out: params.out });
-    return { out: params.out, records: result.rows, files: result.files.map((f) => f.path) };
+    // A folder gets one file per split; a file name (with an extension) gets the file itself,
+    // or one file per split named after it (`x.train.parquet`) when the store has several splits.
+    const ext = path.extname(params.out);
+    if (!ext) {
+      const result = exportRecords(items, { format: params.format, out: params.out });
+      return { out: params.out, records: result.rows, files: result.files.map((f) => f.path) };
+    }
+    await fs.mkdir(path.dirname(params.out), { recursive: true });
+    const staging = await fs.mkdtemp(path.join(path.dirname(params.out), '.execverify-export-'));
+    try {
+      const result = exportRecords(items, { format: params.format, out: staging });
+      const files: string[] = [];
+      for (const f of result.files) {
+        const target = result.files.length === 1 ? params.out : `${params.out.slice(0, -ext.length)}.${f.split}${path.extname(f.path)}`;
+        await fs.rename(f.path, target);
+        files.push(target);
+      }
+      return { out: params.out, records: result.rows, files };
+    } finally {
+      await fs.rm(staging, { recursive: true, force: true });
+    }
   }
 
   async health(access: ModelAccess, signal: AbortSignal): Promise<Health> {

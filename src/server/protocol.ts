@@ -160,6 +160,8 @@ export const QuestionVerdictSchema = z.object({
   line: z.number().int(),
   /** Short text: "next line after 4", "x after 4", "output". */
   label: z.string(),
+  /** State questions: the variable asked about. */
+  var: z.string().optional(),
   predicted: z.string(),
   actual: z.string(),
   ok: z.boolean(),
@@ -272,6 +274,32 @@ export const PanelDataSchema = z.object({
   verification: VerificationSchema.nullable(),
 });
 export type PanelData = z.infer<typeof PanelDataSchema>;
+
+/**
+ * A row check that stays fast on 10,000-row runs: plain rows are checked field
+ * by field, rows with a prediction or verdict (few) by the full PanelRowSchema.
+ */
+export function isPanelRow(value: unknown): value is PanelRow {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as Record<string, unknown>;
+  const plain =
+    typeof r.step === 'number' &&
+    typeof r.event === 'string' &&
+    typeof r.fn === 'string' &&
+    typeof r.depth === 'number' &&
+    typeof r.line === 'number' &&
+    typeof r.text === 'string' &&
+    Array.isArray(r.changes) &&
+    r.changes.every((c) => typeof c === 'string') &&
+    (r.nextLine === null || typeof r.nextLine === 'number');
+  if (!plain) return false;
+  return (r.prediction === undefined && r.verdict === undefined) || PanelRowSchema.safeParse(value).success;
+}
+
+/** PanelData as it crosses the wire: the same shape as PanelDataSchema, with the fast row check. */
+export const PanelDataWireSchema = PanelDataSchema.extend({
+  rows: z.array(z.unknown()).refine((rows): rows is PanelRow[] => rows.every(isPanelRow), 'a panel row does not have the PanelRow shape'),
+});
 export const PanelParamsSchema = z.object({ runId: z.string() });
 
 // ---------------------------------------------------------------- notifications

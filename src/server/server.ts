@@ -375,6 +375,8 @@ export class EngineServer {
       }
     }
     if (before?.uri && before.uri !== p.uri) this.publishInline(before.uri);
+    // A new session: drop the previous run's prediction from view.
+    if (p.uri && before?.runId !== p.runId) this.publishInline(p.uri);
   }
 
   async verify(runId: string, workDoneToken: string | number | undefined, token: CancellationToken): Promise<Verification> {

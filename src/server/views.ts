@@ -38,7 +38,9 @@ export function inlineItems(store: RunStore, uri: string): InlineItem[] {
     }
   }
   const latest = store.latestPrediction(uri);
-  if (latest) items.push(...predictionItems(latest));
+  // A prediction about another run than the one the debugger is in would point at the wrong lines.
+  const otherRun = store.stop !== null && store.stop.runId !== null && store.stop.runId !== latest?.prediction.runId;
+  if (latest && !otherRun) items.push(...predictionItems(latest));
   return items.sort((a, b) => a.line - b.line);
 }
 
@@ -47,11 +49,22 @@ function predictionItems(record: PredictionRecord): InlineItem[] {
   const who = prediction.answerer.kind === 'baseline' ? 'baseline' : prediction.answerer.name || 'model';
   if (verdict) {
     const parts: string[] = [];
-    const next = verdict.questions.find((q) => q.kind === 'next_line');
-    if (next) parts.push(next.ok ? `✓ next line ${next.actual}` : `✗ next line ${next.actual} (predicted ${next.predicted})`);
+    const lineName = (n: string) => (n === '-1' || n.startsWith('-1') ? 'returns' : n);
     for (const q of verdict.questions) {
-      if (q.kind === 'next_line') continue;
-      parts.push(q.ok ? `✓ ${q.label} ${clip(q.actual, 30)}` : `✗ ${q.label} ${clip(q.actual, 30)} (predicted ${clip(q.predicted, 30)})`);
+      if (q.kind === 'next_line') {
+        const real = verdict.actualNextLine === -1 ? 'returns' : `next line ${verdict.actualNextLine}`;
+        parts.push(q.ok ? `✓ ${real}` : `✗ ${real} (predicted ${q.predicted === '(no answer)' ? 'nothing' : lineName(q.predicted)})`);
+      } else if (q.var !== undefined) {
+        const real = verdict.actualValues[q.var];
+        const said = prediction.values[q.var];
+        const realText = real ? clip(real.value, 30) : clip(q.actual, 30);
+        if (q.ok) parts.push(`✓ ${q.var} = ${realText}`);
+        else if (!said) parts.push(`✗ ${q.var} = ${realText} (no answer)`);
+        else if (real && said.value === real.value) parts.push(`✗ ${q.var} = ${realText}: ${real.type} (predicted ${clip(said.value, 30)}: ${said.type})`);
+        else parts.push(`✗ ${q.var} = ${realText} (predicted ${clip(said.value, 30)})`);
+      } else {
+        parts.push(q.ok ? `✓ ${q.label}` : `✗ ${q.label}: ${clip(q.actual, 30)} (predicted ${clip(q.predicted, 30)})`);
+      }
     }
     return [
       {

@@ -37,6 +37,7 @@ export async function closePool(): Promise<void> {
 export async function startAdapter(): Promise<Adapter> {
   const recorder = tracerRecorder(pools().poolFor);
   const server = net.createServer((socket) => {
+    socket.setNoDelay(true);
     const session = new ReplayDebugSession(replaySessionDeps({ recorder, cwd: PROGRAMS }));
     session.setRunAsServer(true);
     session.start(socket, socket);

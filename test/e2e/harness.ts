@@ -267,18 +267,16 @@ export async function paletteEntries(page: Page, text: string): Promise<string[]
   return labels.map((l) => l.trim());
 }
 
-/** Opens a workspace file with Quick Open (Ctrl+P). */
-export async function openFile(page: Page, relPath: string): Promise<void> {
-  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 450 } }).catch(() => undefined);
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input[type="text"]').first();
-  await input.waitFor({ state: 'visible', timeout: 15_000 });
-  await input.fill(relPath);
-  await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 15_000 });
-  await input.press('Enter');
-  const base = relPath.split('/').pop()!;
-  await page.locator('.tab.active', { hasText: base }).waitFor({ timeout: 15_000 });
-  await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+/** Opens a top-level workspace file by clicking it in the Explorer, as a new user does. */
+export async function openFile(page: Page, name: string): Promise<void> {
+  const explorer = page.locator('.explorer-folders-view');
+  if (!(await explorer.isVisible())) await runCommand(page, 'View: Show Explorer');
+  await explorer.waitFor({ state: 'visible', timeout: 30_000 });
+  const row = explorer.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  await row.first().waitFor({ state: 'visible', timeout: 30_000 });
+  await row.first().click();
+  await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 30_000 });
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: 30_000 });
 }
 
 /** Polls for a JSON file written by the extension (the self-test result). */

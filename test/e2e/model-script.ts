@@ -11,10 +11,23 @@ import type { RecordedRequest, Reply, Script } from '../support/openai-server.ts
 
 export const FIXTURE_ENTRY = 'running_max([3, 1, 4])';
 
-/** Right: after line 5 runs, line 6 is next and best == 3. */
-export const RIGHT_STEP = { next_line: 6, variables: [{ name: 'best', value: '3', type: 'int' }] };
-/** Wrong: after line 6 runs, the model claims the loop is skipped (line 9) with x == 4; really line 7, x == 1. */
-export const WRONG_STEP = { next_line: 9, variables: [{ name: 'x', value: '4', type: 'int' }] };
+/** Right: after line 5 runs, line 6 is next, best == 3, xs unchanged (the question set includes unchanged variables). */
+export const RIGHT_STEP = {
+  next_line: 6,
+  variables: [
+    { name: 'best', value: '3', type: 'int' },
+    { name: 'xs', value: '[3, 1, 4]', type: 'list' },
+  ],
+};
+/** Wrong: after line 6 runs, the model claims the loop is skipped (line 9) with x == 4; really line 7, x == 1 (best and xs right). */
+export const WRONG_STEP = {
+  next_line: 9,
+  variables: [
+    { name: 'x', value: '4', type: 'int' },
+    { name: 'best', value: '3', type: 'int' },
+    { name: 'xs', value: '[3, 1, 4]', type: 'list' },
+  ],
+};
 
 function promptOf(req: RecordedRequest): string {
   const body = req.body ?? {};

@@ -115,8 +115,8 @@ test('a wrong prediction is revealed when the debugger steps on, with the real l
   assert.equal(verdict.ok, false);
   assert.equal(verdict.line, 4);
   assert.match(verdict.text, /✗ next line 3 \(predicted 5\)/);
-  assert.match(verdict.text, /✗ total after 4 0; int \(predicted 1; int\)/);
-  assert.match(verdict.text, /✓ xs after 4 \[1, 2, 4\]; list/);
+  assert.match(verdict.text, /✗ total = 0 \(predicted 1\)/);
+  assert.match(verdict.text, /✓ xs = \[1, 2, 4\]/);
   const data = PanelDataSchema.parse(await request('execverify/panel', { runId }));
   const row = data.rows.find((r) => r.step === step)!;
   assert.equal(row.verdict?.ok, false);
@@ -234,4 +234,7 @@ test('Verify whole call: the ExecVerify prompt, verdicts on the questioned lines
   const exported = (await request('execverify/export', { format: 'verl', out: 'out-verl' })) as { records: number; files: string[] };
   assert.equal(exported.records, 1);
   assert.ok(exported.files.every((f) => f.startsWith(path.join(ws, 'out-verl')) && f.endsWith('.parquet') && existsSync(f)));
+  const toFile = (await request('execverify/export', { format: 'verl', out: path.join(ws, 'exp', 'one.parquet') })) as { records: number; files: string[] };
+  assert.deepEqual(toFile.files, [path.join(ws, 'exp', 'one.parquet')], 'a file name gets exactly that file when the store has one split');
+  assert.equal(readFileSync(toFile.files[0]!).subarray(0, 4).toString(), 'PAR1');
 });

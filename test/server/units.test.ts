@@ -116,11 +116,17 @@ test('inline items: a pending prediction shows a marker and values; its verdict 
     [3, 'predictedNext', '◀ m @ http://h/v1: runs next'],
   ]);
   record.verdict = {
-    predictionId: 'p1', runId: run.id, step: 1, line: 2, actualNextLine: 3, actualValues: {}, ok: false,
+    predictionId: 'p1', runId: run.id, step: 1, line: 2, actualNextLine: 3, actualValues: { total: { value: '0', type: 'int' }, xs: { value: '[1, 2, 4]', type: 'list' } }, ok: false,
     questions: [
       { kind: 'next_line', line: 2, label: 'next line after 2', predicted: '3', actual: '3', ok: true },
-      { kind: 'state', line: 2, label: 'total after 2', predicted: '1; int', actual: '0; int', ok: false },
+      { kind: 'state', line: 2, label: 'total after 2', var: 'total', predicted: '1; int', actual: '0; int', ok: false },
+      { kind: 'state', line: 2, label: 'xs after 2', var: 'xs', predicted: '(no answer)', actual: '[1, 2, 4]; list', ok: false },
     ],
   };
-  assert.deepEqual(inlineItems(store, 'u').map((i) => [i.line, i.kind, i.ok, i.text]), [[2, 'verdict', false, '✓ next line 3  ✗ total after 2 0; int (predicted 1; int)']]);
+  record.prediction.values = { total: { value: '1', type: 'int' } };
+  assert.deepEqual(inlineItems(store, 'u').map((i) => [i.line, i.kind, i.ok, i.text]), [[2, 'verdict', false, '✓ next line 3  ✗ total = 0 (predicted 1)  ✗ xs = [1, 2, 4] (no answer)']]);
+  record.prediction.values = { total: { value: '0', type: 'str' } };
+  assert.match(inlineItems(store, 'u')[0]!.text, /✗ total = 0: int \(predicted 0: str\)/);
+  store.stop = { runId: 'run-other', step: 0, uri: 'u', line: 1 };
+  assert.deepEqual(inlineItems(store, 'u'), [], 'a prediction about another run is not drawn while the debugger is in a new one');
 });

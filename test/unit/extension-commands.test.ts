@@ -225,3 +225,15 @@ test('a notice from the server with an action offers it as a button', async () =
   assert.match(fake.messages[0]!.message, /baseline answered/);
   assert.ok(fake.executed.some((e) => e.command === 'execverify.openSettings'));
 });
+
+test('an unusable answer warns; a missing variable is only logged (it is drawn inline)', async () => {
+  const s = setup();
+  s.stop = { runId: 'run-7', step: 3 };
+  s.engine.on('execverify/predict', () => ({ ...prediction, problems: ['No answer for xs.'] }));
+  await run_('execverify.predictNextStep');
+  assert.equal(fake.messages.length, 0);
+  assert.ok(fake.outputLines.some((l) => l.includes('No answer for xs.')));
+  s.engine.on('execverify/predict', () => ({ ...prediction, nextLine: null, values: {}, problems: ['The answer is not the JSON asked for (no JSON object found); every question counts as wrong.'] }));
+  await run_('execverify.predictNextStep');
+  assert.match(fake.messages[0]!.message, /could not be used: The answer is not the JSON asked for/);
+});

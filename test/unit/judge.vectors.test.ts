@@ -108,3 +108,18 @@ test('cruxeval vectors: official rules through the worker, pass@k in TypeScript'
   }
   for (const p of v.pass_at_k) assert.ok(Math.abs(passAtK(p.n, p.c, p.k) - p.expect) < 1e-12, JSON.stringify(p));
 });
+
+test('eval_expr op: typed and official evaluation, contained when hostile', async () => {
+  const got = await judge.evalExpr(
+    [
+      { mode: 'typed', answer: 'f(2)', code: 'def f(x):\n    return [x] * 2', value: { repr: '[2, 2]', type: 'list', literal: true } },
+      { mode: 'official', answer: 'f(1)', code: 'def f(x):\n    return x + 1', expected: '2' },
+      { mode: 'official', answer: '3', code: 'def f(x):\n    return x + 1', expected: '2' },
+      { mode: 'typed', answer: "__import__('socket').socket().connect(('127.0.0.1', 9))", value: { repr: 'None', type: 'NoneType', literal: true } },
+      { mode: 'typed', answer: 'sum(__import__("itertools").count())', value: { repr: '0', type: 'int', literal: true }, timeout_s: 0.3 },
+    ],
+    1,
+  );
+  assert.deepEqual(got.map((v) => v.correct), [true, true, false, false, false]);
+  assert.deepEqual(got.slice(2).map((v) => v.reason), ['assert_failed', 'sandbox_refused', 'time_limit']);
+});

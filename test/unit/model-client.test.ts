@@ -248,7 +248,7 @@ test('client errors (400) are not retried', async () => {
 
 test('a server that never answers times out, and the attempt is retried', async () => {
   server.setScript([{ hang: true }, { text: 'second try' }]);
-  const c = client({ timeoutMs: 150 });
+  const c = client({ timeoutMs: 500 });
   const result = await c.complete({ prompt: ask });
   assert.equal(result.samples[0]!.text, 'second try');
   assert.equal(c.stats().retries, 1);
@@ -289,7 +289,7 @@ test('a stream that stalls after its first chunk is abandoned after the idle tim
 
 test('a stream that stalls before any text is retried', async () => {
   server.setScript([{ text: 'never', stallAfterChunks: 0 }, { text: 'ok now' }]);
-  const c = client({ streamIdleMs: 150 });
+  const c = client({ streamIdleMs: 500 });
   const events = await collect(c.stream({ prompt: ask }));
   const done = events.at(-1)!;
   assert.ok(done.type === 'done' && done.completion.samples[0]!.text === 'ok now');
@@ -412,7 +412,11 @@ test('aborting a waiting request rejects it with aborted', async () => {
 });
 
 test('the concurrency limit is never exceeded, as measured by the server', async () => {
-  server.setScript(() => ({ text: 'ok', delayMs: 15 }));
+  // Each answer waits until 4 requests are in flight (or 1 s passed), so the limit is surely reached.
+  server.setScript(async () => {
+    for (let waited = 0; server.stats.inFlight < 4 && waited < 1000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    return { text: 'ok' };
+  });
   server.resetStats();
   const c = client({ concurrency: 4 });
   await Promise.all(Array.from({ length: 24 }, (_, i) => c.complete({ prompt: chatPrompt([{ role: 'user', content: `q${i}` }]) })));
@@ -471,5 +475,16 @@ test('accounting sums tokens and reports latency percentiles', async () => {
   assert.equal(stats.promptTokens, 8);
   assert.equal(stats.completionTokens, 12);
   assert.ok(stats.latencyMs.p50 > 0 && stats.latencyMs.p95 >= stats.latencyMs.p50);
+  c.close();
+});
+
+test('a server that refuses stream_options still streams (without usage), and that is remembered', async () => {
+  server.setScript((req) => (req.body!.stream_options ? { status: 400, json: { error: { message: "unknown field 'stream_options'" } } } : { text: 'plain stream' }));
+  server.resetStats();
+  const c = client();
+  const first = await collect(c.stream({ prompt: ask }));
+  assert.ok(first.at(-1)!.type === 'done');
+  await collect(c.stream({ prompt: ask }));
+  assert.equal(server.stats.requests, 3, 'one refused attempt, then two plain streams');
   c.close();
 });

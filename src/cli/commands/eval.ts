@@ -91,18 +91,20 @@ export const evalCommand: Command = {
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
     const pool = new TracerPool({ python, size: workers, env: io.env });
     const judge = new JudgeClient(pool);
-    let results: boolean[][];
+    const results: boolean[][] = new Array(samples.length);
     try {
-      const chunks: Promise<boolean[][]>[] = [];
-      for (let i = 0; i < samples.length; i += CHUNK) {
-        const part = samples.slice(i, i + CHUNK);
-        chunks.push(
-          judge
-            .cruxevalScore(part, mode, timeoutS !== undefined ? { timeoutS } : {}, io.signal)
-            .then((rows) => rows.map((r) => r.map((v) => v.correct))),
-        );
-      }
-      results = (await Promise.all(chunks)).flat();
+      // One lane per worker, each taking the next chunk: every worker stays busy
+      // and only `workers` requests (and abort listeners) are in flight.
+      let next = 0;
+      const lane = async () => {
+        while (next < samples.length) {
+          const start = next;
+          next += CHUNK;
+          const rows = await judge.cruxevalScore(samples.slice(start, start + CHUNK), mode, timeoutS !== undefined ? { timeoutS } : {}, io.signal);
+          rows.forEach((r, j) => (results[start + j] = r.map((v) => v.correct)));
+        }
+      };
+      await Promise.all(Array.from({ length: workers }, lane));
     } finally {
       await pool.close();
     }

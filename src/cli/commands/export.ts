@@ -52,6 +52,13 @@ export const exportCommand: Command = {
       return 1;
     }
     io.stdout.write(`${result.rows} rows written\n`);
+    // Where the reward lives, so the rows plug into the trainer unchanged (docs/dataset-formats.md).
+    const hints: Record<string, string> = {
+      verl: 'reward: custom_reward_function.path=python-tracer/execverify/reward.py custom_reward_function.name=compute_score',
+      trl: 'reward: from execverify.reward import trl_reward; GRPOTrainer(reward_funcs=[trl_reward], ...)',
+      openrlhf: 'reward: --input_key input --label_key label --apply_chat_template --remote_rm_url python-tracer/execverify/reward.py',
+    };
+    if (hints[format.data]) io.stdout.write(`${hints[format.data]}\n`);
     return 0;
   },
 };

@@ -17,7 +17,7 @@ import type { Trace } from '../trace/schema';
 import { redactCredentials, scanCredentials } from './credentials';
 import { inBand, structuralDifficulty, type PassBand } from './difficulty';
 import { discoverProject, type GitRunner, type ProjectInfo } from './project';
-import { readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
+import { HarvestProcessError, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
 import { silentProgress, type Progress } from './progress';
 import { buildReport, type HarvestReport } from './report';
 import { z } from 'zod';
@@ -179,6 +179,7 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
   const started = now();
   const deadline = options.maxTimeS ? started + options.maxTimeS * 1000 : Infinity;
   const timings: StageTiming[] = [];
+  let stoppedEarly = false;
   const timed = async <T>(stage: string, fn: () => Promise<T> | T, items: (r: T) => number): Promise<T> => {
     const t0 = now();
     const r = await fn();
@@ -206,7 +207,13 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
       const remaining = Math.max(1000, deadline - now());
       const args = ['capture', '--root', project.root, '--out', work.calls, '--runner', options.runner ?? 'auto'];
       if (options.perFunction) args.push('--per-function', String(options.perFunction));
-      await runHarvestPython(args, { ...pythonRun, timeoutMs: Math.min(remaining, 30 * 60_000) });
+      try {
+        await runHarvestPython(args, { ...pythonRun, timeoutMs: Math.min(remaining, 30 * 60_000) });
+      } catch (err) {
+        // --max-time ended the test run: keep what it captured (the summary says so).
+        if (!(err instanceof HarvestProcessError && err.timedOut && hasSummary(work.calls))) throw err;
+        stoppedEarly = true;
+      }
     },
     () => 0,
   );
@@ -236,7 +243,6 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
   const decided = new Set(earlier.map((d) => d.candidate));
   const nearInRun = new Set<string>();
   const exactInRun = new Set<string>();
-  let stoppedEarly = false;
 
   const todo: BuiltSample[] = built.samples.filter((s) => {
     if (!inShard(functionKey(project.name, s), options.shard)) return false;

@@ -56,7 +56,15 @@ export interface PythonRun {
   signal?: AbortSignal;
 }
 
-export class HarvestProcessError extends Error {}
+export class HarvestProcessError extends Error {
+  constructor(
+    message: string,
+    /** The time limit ended the run (it got SIGTERM first, so it may have written partial output). */
+    readonly timedOut = false,
+  ) {
+    super(message);
+  }
+}
 
 /** Runs `python -m execverify.harvest ARGS`; rejects with the stderr tail on failure or timeout. */
 export function runHarvestPython(args: string[], run: PythonRun): Promise<void> {
@@ -72,17 +80,20 @@ export function runHarvestPython(args: string[], run: PythonRun): Promise<void> 
       stderr = (stderr + d.toString('utf8')).slice(-4000);
     });
     // The project's tests may start their own processes: kill the whole group.
-    const killGroup = () => {
+    const killGroup = (sig: NodeJS.Signals = 'SIGKILL') => {
       try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        if (child.pid) process.kill(-child.pid, sig);
       } catch {
-        child.kill('SIGKILL');
+        child.kill(sig);
       }
     };
     let why: string | null = null;
+    let hardKill: NodeJS.Timeout | undefined;
+    // SIGTERM first: the capture stops the tests and writes what it has; SIGKILL 5 s later.
     const timer = setTimeout(() => {
       why = `timed out after ${Math.round(run.timeoutMs / 1000)} s`;
-      killGroup();
+      killGroup('SIGTERM');
+      hardKill = setTimeout(() => killGroup('SIGKILL'), 5000);
     }, run.timeoutMs);
     const onAbort = () => {
       why = 'cancelled';
@@ -95,8 +106,9 @@ export function runHarvestPython(args: string[], run: PythonRun): Promise<void> 
     });
     child.on('exit', (code) => {
       clearTimeout(timer);
+      clearTimeout(hardKill);
       run.signal?.removeEventListener('abort', onAbort);
-      if (why) return reject(new HarvestProcessError(`python -m execverify.harvest ${args[0]} ${why}`));
+      if (why) return reject(new HarvestProcessError(`python -m execverify.harvest ${args[0]} ${why}`, why !== 'cancelled'));
       if (code !== 0) {
         const tail = stderr.trim().split('\n').slice(-6).join('\n');
         return reject(new HarvestProcessError(`python -m execverify.harvest ${args[0]} failed (exit ${code}):\n${tail}`));

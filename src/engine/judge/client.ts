@@ -19,6 +19,11 @@ export interface JudgeItem {
   options?: JudgeOptions;
 }
 
+/** One answer for the sandbox (op eval_expr). */
+export type ExprItem =
+  | { mode: 'typed'; answer: string; value: { repr: string; type: string; literal: boolean }; code?: string; tol?: number; timeout_s?: number }
+  | { mode: 'official'; answer: string; expected: string; code: string; timeout_s?: number };
+
 /** One CRUXEval sample with its generations (the official generations.json row). */
 export interface CruxevalSample {
   code: string;
@@ -60,6 +65,19 @@ export class JudgeClient {
     const raw = await this.workers.request('judge_batch', { items, options }, signal, timeoutFor(items.length));
     const out = check('judge_batch', z.object({ verdicts: z.array(VerdictSchema) }), raw).verdicts;
     if (out.length !== items.length) throw new JudgeProtocolError('judge_batch', 'verdict count differs');
+    return out;
+  }
+
+  /**
+   * Raw sandboxed evaluation: `typed` compares the answer's value with a
+   * recorded Value; `official` runs `{code}\nassert {expected} == {answer}`.
+   */
+  async evalExpr(items: ExprItem[], timeoutS?: number, signal?: AbortSignal): Promise<Verdict[]> {
+    const params: Record<string, unknown> = { items };
+    if (timeoutS !== undefined) params.timeout_s = timeoutS;
+    const raw = await this.workers.request('eval_expr', params, signal, timeoutFor(items.length, timeoutS));
+    const out = check('eval_expr', z.object({ results: z.array(VerdictSchema) }), raw).results;
+    if (out.length !== items.length) throw new JudgeProtocolError('eval_expr', 'result count differs');
     return out;
   }
 

@@ -110,8 +110,8 @@ export class ModelClient {
   #jsonSchema: Tristate = 'unknown';
   #honoursN: Tristate = 'unknown';
   #streamUsage: Tristate = 'unknown';
-  readonly #chatURL: string;
-  readonly #completionsURL: string;
+  readonly #chatURL: URL;
+  readonly #completionsURL: URL;
   readonly #headers: Record<string, string>;
 
   constructor(config: EndpointConfigInput | EndpointConfig, deps: ClientDeps = {}) {
@@ -126,8 +126,8 @@ export class ModelClient {
     this.#random = deps.random ?? Math.random;
     this.#now = deps.now ?? (() => performance.now());
     const base = rest.baseURL.replace(/\/+$/, '');
-    this.#chatURL = `${base}/chat/completions`;
-    this.#completionsURL = `${base}/completions`;
+    this.#chatURL = new URL(`${base}/chat/completions`);
+    this.#completionsURL = new URL(`${base}/completions`);
     this.#headers = { 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'execverify' };
     if (this.#apiKey) this.#headers.authorization = `Bearer ${this.#apiKey}`;
     const stripped: Record<string, null> = {
@@ -147,7 +147,7 @@ export class ModelClient {
       organization: null,
       project: null,
       maxRetries: 0,
-      // Our own timer fires first; this only guards against a bug in it.
+      // Streams run under the client's own timers, which fire first; this is only a backstop.
       timeout: rest.timeoutMs + 5_000,
       fetch: this.#transport.fetch,
       logLevel: 'off',
@@ -240,8 +240,7 @@ export class ModelClient {
         yield { type: 'done', completion: this.#finish(cached, request, true) };
         return;
       }
-      const useSchema = this.#wantsSchema(request) && this.#jsonSchema === 'yes';
-      const body = this.#body(request, k, sampling, useSchema);
+      let useSchema = this.#wantsSchema(request);
       const chat = this.config.api === 'chat';
       const texts: string[] = [];
       const finish: (string | null)[] = [];
@@ -252,6 +251,7 @@ export class ModelClient {
       for (let retry = 0; ; retry++) {
         // Token usage in streams needs stream_options, which some older servers refuse (400).
         const usageOption = this.#streamUsage !== 'no' ? { stream_options: { include_usage: true } } : {};
+        const body = this.#body(request, k, sampling, useSchema);
         let yielded = false;
         let finished = false;
         let failure: ModelError | undefined;
@@ -297,12 +297,22 @@ export class ModelClient {
         }
         if (!failure) {
           if (this.#streamUsage === 'unknown' && 'stream_options' in usageOption) this.#streamUsage = 'yes';
+          if (useSchema) this.#jsonSchema = 'yes';
           break;
         }
-        if (!yielded && failure.code === 'bad_request' && this.#streamUsage === 'unknown' && 'stream_options' in usageOption) {
-          this.#streamUsage = 'no';
-          retry--;
-          continue;
+        // A refusal (400) of an optional feature we have not yet seen accepted: drop it, retry, remember.
+        if (!yielded && failure.code === 'bad_request') {
+          if (this.#streamUsage === 'unknown' && 'stream_options' in usageOption) {
+            this.#streamUsage = 'no';
+            retry--;
+            continue;
+          }
+          if (useSchema && this.#jsonSchema === 'unknown' && this.config.structuredOutput === 'auto') {
+            this.#jsonSchema = 'no';
+            useSchema = false;
+            retry--;
+            continue;
+          }
         }
         if (yielded || !failure.retryable || retry >= this.config.retries) throw failure;
         await this.#backoff(failure, retry, request.signal);

@@ -117,7 +117,7 @@ export interface Transport {
    * POSTs a JSON body and reads the whole answer: the hot path for
    * non-streaming requests, with no web-stream or Response objects at all.
    */
-  postJson(url: string, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange>;
+  postJson(url: string | URL, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange>;
   /** Closes idle keep-alive sockets. */
   close(): void;
 }
@@ -253,10 +253,10 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
     });
   }
 
-  function postJson(url: string, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange> {
+  function postJson(url: string | URL, body: string, headers: Record<string, string>, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Exchange> {
     const { signal, timeoutMs } = options;
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    const target = new URL(url);
+    const target = typeof url === 'string' ? new URL(url) : url;
     const secure = target.protocol === 'https:';
     const payload = Buffer.from(body);
     return new Promise<Exchange>((resolve, reject) => {

@@ -169,7 +169,7 @@ class Worker {
 
   /** Kills the worker and the job's child (the whole process group). */
   kill(): void {
-    if (this.dead) return;
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
     const pid = this.proc.pid;
     try {
       if (pid !== undefined && process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
