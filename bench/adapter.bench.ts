@@ -110,21 +110,25 @@ async function main(): Promise<void> {
   global.gc?.();
   const after = process.memoryUsage();
 
-  const samples: Record<string, { start: number; ms: number }[]> = { next: [], stepIn: [], stepOut: [], stepBack: [], stackTrace: [], scopes: [], variables: [], 'variables(child)': [], evaluate: [] };
+  const samples: Record<string, { start: number; ms: number; cpuMs: number }[]> = { next: [], stepIn: [], stepOut: [], stepBack: [], stackTrace: [], scopes: [], variables: [], 'variables(child)': [], evaluate: [] };
+  // Wall time is what a user feels; CPU time (this process: adapter + client) is the work done,
+  // which stays meaningful on a loaded, shared machine where the scheduler adds wall-time outliers.
   const time = async (name: string, fn: () => Promise<unknown>) => {
     const s = performance.now();
+    const c = process.cpuUsage();
     const r = await fn();
-    samples[name]!.push({ start: s, ms: performance.now() - s });
+    const cpu = process.cpuUsage(c);
+    samples[name]!.push({ start: s, ms: performance.now() - s, cpuMs: (cpu.user + cpu.system) / 1000 });
     return r;
   };
   // Garbage-collection pauses over a heap that holds a million parsed steps are the main source of
   // outliers (besides a shared, loaded machine): record them to tell the two apart in the report.
   const gcPauses: { start: number; end: number; kind: number }[] = [];
   const gcObserver = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e.detail as { kind?: number } | undefined)?.kind ?? 0 });
+    for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0 });
   });
-  gcObserver.observe({ entryTypes: ['gc'] });
   global.gc?.();
+  gcObserver.observe({ entryTypes: ['gc'] });
   const move = (name: string, send: () => Promise<unknown>) =>
     time(name, async () => {
       const stopped = dc.waitForEvent('stopped');
@@ -169,6 +173,7 @@ async function main(): Promise<void> {
   gcObserver.disconnect();
   let worst = 0;
   let worstNoGc = 0;
+  let worstCpu = 0;
   const overlapsGc = (x: { start: number; ms: number }) => gcPauses.some((g) => g.end > x.start && g.start < x.start + x.ms && g.end - g.start > 1);
   for (const [name, xs] of Object.entries(samples)) {
     if (!xs.length) continue;
@@ -177,15 +182,17 @@ async function main(): Promise<void> {
     const p99 = percentile(sorted, 99);
     worst = Math.max(worst, p99);
     if (clean.length) worstNoGc = Math.max(worstNoGc, percentile(clean, 99));
+    const cpu = xs.map((x) => x.cpuMs).sort((a, b) => a - b);
+    worstCpu = Math.max(worstCpu, percentile(cpu, 99));
     console.log(
-      `  ${name.padEnd(17)} n=${String(xs.length).padStart(3)}  p50 ${percentile(sorted, 50).toFixed(2).padStart(6)} ms  p99 ${p99.toFixed(2).padStart(6)} ms  max ${sorted.at(-1)!.toFixed(2).padStart(6)} ms` +
-        `  | without GC-overlapped samples (${xs.length - clean.length} dropped): p99 ${clean.length ? percentile(clean, 99).toFixed(2) : '-'} ms`,
+      `  ${name.padEnd(17)} n=${String(xs.length).padStart(3)}  wall p50 ${percentile(sorted, 50).toFixed(2).padStart(6)} ms  p99 ${p99.toFixed(2).padStart(6)} ms  max ${sorted.at(-1)!.toFixed(2).padStart(6)} ms` +
+        `  | cpu p50 ${percentile(cpu, 50).toFixed(2)} ms  p99 ${percentile(cpu, 99).toFixed(2)} ms  | wall p99 without GC-overlapped samples (${xs.length - clean.length} dropped): ${clean.length ? percentile(clean, 99).toFixed(2) : '-'} ms`,
     );
   }
   const pauses = gcPauses.map((g) => g.end - g.start).sort((a, b) => a - b);
   console.log(`GC during the measurements: ${pauses.length} pauses, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms, longest ${(pauses.at(-1) ?? 0).toFixed(1)} ms; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
   console.log(`\ncontinue with a never-true condition over the whole trace (${lineSteps.length} evaluations): ${wholeTraceMs.toFixed(0)} ms`);
-  console.log(`worst p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target (without GC-overlapped samples: ${worstNoGc.toFixed(2)} ms)`);
+  console.log(`worst wall p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target (without GC-overlapped samples: ${worstNoGc.toFixed(2)} ms); worst cpu p99: ${worstCpu.toFixed(2)} ms`);
   await dc.stop();
   server.close();
   if (restored) fs.rmSync(restored, { recursive: true, force: true });

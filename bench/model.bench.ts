@@ -4,7 +4,7 @@
 // share of prompt tokens that questions about one traced call have in common
 // (what a server's prefix cache can reuse).
 //
-//   npm run bench:model [-- --requests 3000 --rounds 3]
+//   npm run bench:model [-- --requests 1000 --rounds 9 --concurrency 1,16,64]
 //
 // The server runs in its own process so its work does not share the client's
 // event loop; bare loop and client send the same body and parse the same JSON.
@@ -20,8 +20,8 @@ import { measurePrefixSharing } from './model-prefix';
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '3000' },
-    rounds: { type: 'string', default: '3' },
+    requests: { type: 'string', default: '1000' },
+    rounds: { type: 'string', default: '9' },
     concurrency: { type: 'string', default: '1,16,64' },
   },
 });
@@ -46,6 +46,12 @@ const prompt = chatPrompt([
   { role: 'system', content: 'You are an execution-reasoning model. Answer inside <answer></answer>.' },
   { role: 'user', content: 'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\nQuestion1: Fill the assertion statement.\nassert f([1, 2]) == ??' },
 ]);
+
+function median(xs: number[]): number {
+  const s = xs.slice().sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 /** Runs `total` requests with `concurrency` workers; returns requests/s and this process's CPU µs per request. */
 async function loop(concurrency: number, total: number, one: () => Promise<unknown>): Promise<{ rps: number; cpuUs: number }> {
@@ -89,18 +95,18 @@ async function throughput(url: string) {
     // Warm both paths (JIT, sockets), then alternate rounds so drift hits both alike; keep each side's best.
     await loop(concurrency, Math.min(500, REQUESTS), bare);
     await loop(concurrency, Math.min(500, REQUESTS), viaClient);
-    let bestBare = 0;
-    let bestClient = 0;
-    let bareCpu = Infinity;
-    let clientCpu = Infinity;
+    // Many short alternating rounds, then medians: on a shared machine the load
+    // changes by the second, and alternation exposes both sides to it alike.
+    const bareRuns: { rps: number; cpuUs: number }[] = [];
+    const clientRuns: { rps: number; cpuUs: number }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const b = await loop(concurrency, REQUESTS, bare);
-      const c = await loop(concurrency, REQUESTS, viaClient);
-      bestBare = Math.max(bestBare, b.rps);
-      bestClient = Math.max(bestClient, c.rps);
-      bareCpu = Math.min(bareCpu, b.cpuUs);
-      clientCpu = Math.min(clientCpu, c.cpuUs);
+      bareRuns.push(await loop(concurrency, REQUESTS, bare));
+      clientRuns.push(await loop(concurrency, REQUESTS, viaClient));
     }
+    const bestBare = median(bareRuns.map((x) => x.rps));
+    const bestClient = median(clientRuns.map((x) => x.rps));
+    const bareCpu = median(bareRuns.map((x) => x.cpuUs));
+    const clientCpu = median(clientRuns.map((x) => x.cpuUs));
     const stats = client.stats();
     if (stats.failures > 0) throw new Error(`the client failed ${stats.failures} requests during the benchmark`);
     client.close();
@@ -133,7 +139,7 @@ export function prefixShare(prompts: string[]): { prompts: number; tokens: numbe
 async function main() {
   const server = await startServer();
   try {
-    console.log(`model client throughput: ${REQUESTS} requests per round, best of ${ROUNDS} rounds, instant local server (separate process)`);
+    console.log(`model client throughput: ${ROUNDS} alternating rounds of ${REQUESTS} requests per side, medians; instant local server (separate process)`);
     console.log('throughput overhead = 1 − client req/s ÷ bare req/s (target ≤ 15%); CPU = client-process CPU µs per request (robust on a busy machine)');
     console.log('concurrency   bare req/s   client req/s   overhead   bare CPU µs/req   client CPU µs/req   extra CPU');
     for (const row of await throughput(server.url)) {

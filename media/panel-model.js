@@ -82,7 +82,7 @@
       '<span class="step">' + row.step + '</span>' +
       '<span class="mark" title="' + escapeHtml(row.status) + '">' + STATUS_MARK[row.status] + '</span>' +
       '<span class="line">' + escapeHtml(row.event === 'line' ? 'L' + row.line : row.event) + '</span>' +
-      '<span class="code">' + indent + escapeHtml(row.fn) + ' │ ' + escapeHtml(row.text) + '</span>' +
+      '<span class="code" title="' + escapeHtml(row.fn) + '">' + indent + escapeHtml(row.text) + '</span>' +
       '<span class="real">' + escapeHtml(row.real) + '</span>' +
       '<span class="predicted">' + escapeHtml(row.predicted) + (row.mismatches.length ? ' <em class="wrong">✗ ' + escapeHtml(row.mismatches.join(', ')) + '</em>' : '') + '</span>' +
       '</div>'

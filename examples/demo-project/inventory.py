@@ -17,7 +17,7 @@ def low_items(stock, threshold=5):
 
 
 def tag_items(description):
-    """Uses a sibling module: not self-contained, so the harvest drops it (relative to the project)."""
+    """Uses a sibling module's function: the harvested sample carries its definition."""
     return sorted(set(words(description)))
 
 

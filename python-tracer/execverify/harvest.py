@@ -172,6 +172,31 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
     drops = Counter()
     kept = 0
     tmp = out + ".tmp"
+    def load(rel):
+        if rel not in modules:
+            path = os.path.join(root, rel)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    modules[rel] = ModuleIndex(fh.read(), rel, resolve)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                modules[rel] = None
+        return modules[rel]
+
+    def resolve(module, level, from_path):
+        # A project module named by `from X import n` / `from .X import n`.
+        base = os.path.dirname(from_path)
+        if level:
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+        else:
+            base = ""
+        stem = os.path.join(base, *module.split(".")) if module else base
+        for rel in (stem + ".py", os.path.join(stem, "__init__.py")):
+            rel = os.path.normpath(rel)
+            if not rel.startswith("..") and os.path.isfile(os.path.join(root, rel)):
+                return lambda: load(rel)
+        return None
+
     with open(calls_path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
         for line in src:
             call = json.loads(line)
@@ -179,14 +204,7 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
                 continue
             key = (call["file"], call["function"])
             if key not in extracted:
-                if call["file"] not in modules:
-                    path = os.path.join(root, call["file"])
-                    try:
-                        with open(path, encoding="utf-8") as fh:
-                            modules[call["file"]] = ModuleIndex(fh.read(), path)
-                    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-                        modules[call["file"]] = None
-                index = modules[call["file"]]
+                index = load(call["file"])
                 code, segments, reason = index.extract(call["function"]) if index else (None, None, "module_unreadable")
                 near, nesting = fingerprint(code) if code is not None else (None, 0)
                 extracted[key] = (code, segments, reason, near, nesting)

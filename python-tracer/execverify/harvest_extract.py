@@ -63,6 +63,7 @@ class Unit:
         self.uses = set()
         self.local = set()
         self.problem = None  # reason this unit can never be included
+        self.external = None  # (loader of the ModuleIndex, name, asname) for `from sibling import name`
 
 
 def _stored_names(node):
@@ -100,9 +101,13 @@ def _is_main_guard(node) -> bool:
 class ModuleIndex:
     """The top-level units of one module and which names each binds."""
 
-    def __init__(self, source: str, path: str = "<module>"):
+    def __init__(self, source: str, path: str = "<module>", resolve=None):
+        """`resolve(module, level, path)` says whether `from module import …`
+        names a project module: a zero-argument loader of its ModuleIndex
+        (called lazily, so modules importing each other are fine), or None."""
         self.source = source
         self.path = path
+        self.resolve = resolve
         self.lines = source.splitlines(True)
         tree = ast.parse(source, path)
         self.future = []
@@ -137,10 +142,19 @@ class ModuleIndex:
                 if not is_stdlib_module(alias.name):
                     unit.problem = "non_stdlib_import"
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                unit.problem = "relative_import"
-            elif not is_stdlib_module(node.module or ""):
-                unit.problem = "non_stdlib_import"
+            if node.level or not is_stdlib_module(node.module or ""):
+                target = self.resolve(node.module or "", node.level, self.path) if self.resolve else None
+                if target is not None and not any(a.name == "*" for a in node.names):
+                    # `from sibling import name`: one unit per name, filled in
+                    # from the sibling module's own definitions at extract time.
+                    for alias in node.names:
+                        ext = Unit(node, len(self.units))
+                        ext.binds = {alias.asname or alias.name}
+                        ext.external = (target, alias.name, alias.asname)
+                        self.units.append(ext)
+                        self.by_name.setdefault(alias.asname or alias.name, []).append(ext)
+                    return
+                unit.problem = "relative_import" if node.level else "non_stdlib_import"
             for alias in node.names:
                 if alias.name == "*":
                     unit.problem = unit.problem or "star_import"
@@ -165,50 +179,103 @@ class ModuleIndex:
         last = getattr(node, "end_lineno", None) or node.lineno
         return "".join(self.lines[first - 1 : last]), first
 
-    def extract(self, function: str):
-        """Returns (code, segments, None) or (None, None, reason) for `function`."""
-        roots = [u for u in self.by_name.get(function, []) if isinstance(u.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        if not roots:
-            return None, None, "function_not_found"
+    def _closure(self, roots, depth):
+        """Units needed by `roots`, as ordered pieces [(module, unit)], or a reason string."""
+        if depth > 8:
+            return "import_cycle"
         needed = {}
-        todo = [roots[-1]]
+        todo = list(roots)
         while todo:
             unit = todo.pop()
             if unit.index in needed:
                 continue
             if unit.problem:
-                return None, None, unit.problem
+                return unit.problem
             needed[unit.index] = unit
             for name in sorted(unit.uses - unit.local):
                 if name in _BUILTINS or (name.startswith("__") and name.endswith("__")):
                     continue
                 if name not in self.by_name:
-                    return None, None, "unresolved_name"
+                    return "unresolved_name"
                 # Every top-level binding of the name matters: a later one may
                 # override an earlier one (a conditional redefinition).
                 todo.extend(u for u in self.by_name[name] if u.index not in needed)
         pieces = []
-        segments = []
-        line = 1
-        for node in self.future:
-            text, first = self.segment(node)
-            pieces.append(text if text.endswith("\n") else text + "\n")
-            segments.append([line, first, text.count("\n") or 1])
-            line += text.count("\n") or 1
         for index in sorted(needed):
-            node = needed[index].node
-            text, first = self.segment(node)
-            if not text.endswith("\n"):
-                text += "\n"
-            text = textwrap.dedent(text)
-            if pieces and not pieces[-1].endswith("\n\n"):
-                pieces.append("\n")
+            unit = needed[index]
+            if unit.external is None:
+                pieces.append((self, unit))
+                continue
+            loader, name, asname = unit.external
+            target = loader()
+            if target is None:
+                return "module_unreadable"
+            providers = target.by_name.get(name)
+            if not providers:
+                return "unresolved_name"
+            inner = target._closure(providers, depth + 1)
+            if isinstance(inner, str):
+                return inner
+            pieces.extend(inner)
+            if asname and asname != name:
+                pieces.append((None, "%s = %s\n" % (asname, name)))
+        return pieces
+
+    def extract(self, function: str):
+        """Returns (code, segments, None) or (None, None, reason) for `function`.
+
+        Segments map the sample's lines back to this module: [sample line,
+        module line, count] (pieces cut from sibling modules are not mapped).
+        """
+        roots = [u for u in self.by_name.get(function, []) if isinstance(u.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not roots:
+            return None, None, "function_not_found"
+        pieces = self._closure([roots[-1]], 0)
+        if isinstance(pieces, str):
+            return None, None, pieces
+        # The same piece reached twice is kept once; one name defined by two
+        # different modules would silently change meaning, so it is refused.
+        ordered, seen, owner = [], set(), {}
+        for module, unit in pieces:
+            key = (id(module), unit.index if module is not None else unit)
+            if key in seen:
+                continue
+            seen.add(key)
+            if module is not None:
+                for name in unit.binds:
+                    if owner.setdefault(name, module.path) != module.path:
+                        return None, None, "name_conflict"
+            ordered.append((module, unit))
+        futures, future_seen = [], set()
+        for module in [self] + [m for m, _ in ordered if m is not None and m is not self]:
+            for node in module.future:
+                text = module.segment(node)[0].strip() + "\n"
+                if text not in future_seen:
+                    future_seen.add(text)
+                    futures.append((module, node, text))
+        out, segments, line = [], [], 1
+        for module, node, text in futures:
+            if module is self:
+                segments.append([line, node.lineno, 1])
+            out.append(text)
+            line += 1
+        for module, unit in ordered:
+            if module is None:
+                text, first = unit, None
+            else:
+                text, first = module.segment(unit.node)
+                if not text.endswith("\n"):
+                    text += "\n"
+                text = textwrap.dedent(text)
+            if out and not out[-1].endswith("\n\n"):
+                out.append("\n")
                 line += 1
-            pieces.append(text)
+            out.append(text)
             n = text.count("\n")
-            segments.append([line, first, n])
+            if module is self:
+                segments.append([line, first, n])
             line += n
-        code = "".join(pieces)
+        code = "".join(out)
         try:
             compile(code, "<sample>", "exec")
         except SyntaxError:

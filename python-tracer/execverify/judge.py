@@ -345,7 +345,8 @@ def _eq(a: Any, b: Any, tol: float, depth: int) -> bool:
     return bool(a == b)
 
 
-_ADDR_RE = re.compile(r"\bat 0x[0-9a-fA-F]+")
+# The tracer records addresses as `at <addr>`; a model writes `at 0x7f…`.
+_ADDR_RE = re.compile(r"\bat (?:0x[0-9a-fA-F]+|<addr>)")
 _WS_RE = re.compile(r"\s+")
 
 

@@ -34,6 +34,10 @@ from __future__ import annotations
 
 import errno
 import json
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    pass
 import mmap
 import os
 import resource
@@ -277,11 +281,10 @@ def _child_setup(ctx: Context, limits: Limits) -> None:
     # Our message pipe moves to a high descriptor, out of the way of code
     # that writes to small fds it did not open.
     try:
-        import fcntl
         high = fcntl.fcntl(ctx.fd, fcntl.F_DUPFD, 600)
         os.close(ctx.fd)
         ctx.fd = high
-    except (ImportError, OSError):
+    except (NameError, OSError):
         pass
     _close_inherited(ctx.fd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):

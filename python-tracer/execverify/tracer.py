@@ -15,8 +15,11 @@ what it recorded up to the last chunk.
 """
 from __future__ import annotations
 
+import builtins
 import dis
+import importlib
 import json
+import threading
 import os
 import sys
 import time
@@ -702,7 +705,6 @@ def run_in_child(job: Job, ctx) -> None:
     ctx.on_exit = lambda code: rec.flush()
     base_depth = len(_stack_depth())
     sys.setrecursionlimit(base_depth + lim["recursionDepth"] + 250)
-    import builtins
     if job.kind == "script":
         ns = {"__name__": "__main__", "__file__": job.filename, "__builtins__": builtins}
         sys.argv = [job.display] + [str(a) for a in (job.entry.get("args") or [])]
@@ -725,7 +727,6 @@ def run_in_child(job: Job, ctx) -> None:
     else:
         modname, _, fname = job.entry["target"].partition(":")
         try:
-            import importlib
             mod = importlib.import_module(modname)
             target = mod
             for part in fname.split("."):
@@ -780,7 +781,6 @@ def run_in_child(job: Job, ctx) -> None:
 def _guard_settrace(ctx):
     """Traced code may not replace the tracer's hook (3.8 has no audit event
     for sys.settrace, so the function itself is guarded)."""
-    import threading
 
     def guarded(fn):
         if getattr(ctx, "tracing", False):

@@ -134,6 +134,10 @@ class Encoder:
             r = float.__repr__(v)
             return ('{"repr":"' + r + '","type":"float","literal":'
                     + ("true" if math.isfinite(v) else "false") + "}"), True
+        if t is complex:
+            ok = math.isfinite(v.real) and math.isfinite(v.imag)
+            return ('{"repr":"' + complex.__repr__(v) + '","type":"complex","literal":'
+                    + ("true" if ok else "false") + "}"), True
         if t in (list, tuple, dict, set, frozenset, deque):
             return self._container(v, t, depth)
         if t is bytes or t is bytearray:

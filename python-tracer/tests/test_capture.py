@@ -329,6 +329,64 @@ class FingerprintTest(unittest.TestCase):
         self.assertEqual(fingerprint("def f():\n    return 1\n")[1], 0)
 
 
+class SiblingImportTest(unittest.TestCase):
+    """`from sibling import name` pulls the name's definitions from the sibling module."""
+
+    FILES = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": (
+            "from .b import helper\n"
+            "from pkg.c import SCALE as S, twice\n"
+            "from .b import clash\n"
+            "\n"
+            "def _util():\n    return 'a'\n"
+            "\n"
+            "def f(x):\n    return helper(x) + S + twice(1)\n"
+            "\n"
+            "def g():\n    return clash() + _util()\n"
+        ),
+        "pkg/b.py": (
+            "import math\n"
+            "from pkg.c import twice\n"
+            "\n"
+            "def _util():\n    return 'b'\n"
+            "\n"
+            "def helper(x):\n    return twice(math.floor(x))\n"
+            "\n"
+            "def clash():\n    return _util()\n"
+        ),
+        "pkg/c.py": "from pkg.a import f  # a cycle: resolved lazily, never needed here\nSCALE = 3\n\ndef twice(v):\n    return v * 2\n",
+    }
+
+    def test_definitions_come_from_the_sibling_and_conflicts_are_refused(self):
+        from execverify.harvest import run_build
+
+        root = tempfile.mkdtemp(prefix="execverify-sibling-")
+        try:
+            for rel, text in self.FILES.items():
+                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+                with open(os.path.join(root, rel), "w") as fh:
+                    fh.write(text)
+            calls = os.path.join(root, "calls.jsonl")
+            with open(calls, "w") as fh:
+                for fn, entry, result in (("f", "f(2.5)", "9"), ("g", "g()", "'ba'")):
+                    fh.write(json.dumps({"kind": "call", "file": "pkg/a.py", "function": fn, "line": 1, "entry": entry,
+                                         "result": result, "resultType": "int" if fn == "f" else "str", "test": None}) + "\n")
+            out = os.path.join(root, "samples.jsonl")
+            summary = run_build(root, calls, out)
+            lines = read_jsonl(out)
+            self.assertEqual(summary["kept"], 1, lines)
+            sample = [x for x in lines if x["kind"] == "sample"][0]
+            self.assertEqual(sample["function"], "f")
+            self.assertIn("def helper", sample["code"])
+            self.assertIn("S = SCALE", sample["code"])
+            self.assertEqual(sample["code"].count("def twice"), 1)
+            self.assertNotIn("from .b", sample["code"])
+            self.assertEqual(summary["drops"], {"name_conflict": 1})
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 class StandaloneCheckTest(unittest.TestCase):
     CODE = "def f(x):\n    while x < 0:\n        pass\n    return [x] * 2\n"
 

@@ -175,9 +175,10 @@ export class LiveEngine implements Engine {
     } catch (e) {
       return { state: 'down', endpoint: s.baseUrl, model: s.model, message: e instanceof Error ? e.message : String(e) };
     }
+    if (!(provider instanceof ModelProvider)) return { state: 'baseline', endpoint: '', model: '', message: 'The baseline answers.' };
     const timeout = AbortSignal.timeout(5_000);
     try {
-      const models = await (provider as ModelProvider).client.listModels(AbortSignal.any([signal, timeout]));
+      const models = await provider.client.listModels(AbortSignal.any([signal, timeout]));
       const served = !s.model || models.includes(s.model);
       return {
         state: 'ok',

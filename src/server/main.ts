@@ -12,3 +12,6 @@ server.listen();
 // The client may vanish without a shutdown (a killed editor): never linger.
 process.on('disconnect', () => process.exit(0));
 process.stdin.on('close', () => process.exit(0));
+// One failed background promise (a notification handler, a worker that died) must not take
+// the server down with every other file's lenses: log it and keep serving.
+process.on('unhandledRejection', (e) => log(`unhandled rejection: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));

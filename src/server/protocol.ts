@@ -298,7 +298,7 @@ export function isPanelRow(value: unknown): value is PanelRow {
 
 /** PanelData as it crosses the wire: the same shape as PanelDataSchema, with the fast row check. */
 export const PanelDataWireSchema = PanelDataSchema.extend({
-  rows: z.array(z.unknown()).refine((rows): rows is PanelRow[] => rows.every(isPanelRow), 'a panel row does not have the PanelRow shape'),
+  rows: z.custom<PanelRow[]>((rows) => Array.isArray(rows) && rows.every(isPanelRow), 'a panel row does not have the PanelRow shape'),
 });
 export const PanelParamsSchema = z.object({ runId: z.string() });
 

@@ -13,7 +13,7 @@ import {
   ResponseError,
   TextDocumentSyncKind,
   TextDocuments,
-  type CancellationToken,
+  CancellationToken,
   type Connection,
   type InitializeResult,
 } from 'vscode-languageserver/node';
@@ -370,7 +370,7 @@ export class EngineServer {
     // The debugger revealed the step after a prediction: its verdict can be shown now.
     for (const record of this.store.predictionsFor(p.runId)) {
       if (!record.verdict && p.step > record.prediction.step) {
-        await this.judge(record, { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) });
+        await this.judge(record, CancellationToken.None);
         this.publishInline(record.prediction.uri, record.prediction.runId);
       }
     }

@@ -138,6 +138,8 @@ const quietSettings = {
   'security.workspace.trust.startupPrompt': 'never',
   'security.workspace.trust.banner': 'always',
   'debug.toolBarLocation': 'floating',
+  // The Debug Console would take half the height; the panel and the editor need it more.
+  'debug.internalConsoleOptions': 'neverOpen',
 };
 
 async function waitHealthy(url: string, child: ChildProcess, log: string, timeoutMs: number): Promise<void> {

@@ -142,7 +142,7 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     await debugAction(page, 'debug-step-over');
     const after = await waitUntil(() => editorLines(page), (ls) => /✓|✗/.test(extrasText(ls)), UI_WAIT);
     await wb.shot('07-verdict-right');
-    assert.equal(await stoppedLine(page), 6);
+    assert.equal(await waitUntil(() => stoppedLine(page), (l) => l === 6, UI_WAIT), 6);
     const text = extrasText(after);
     assert.match(text, /✓/, `a ✓ verdict:\n${text}`);
     assert.doesNotMatch(text, /✗/, `no ✗ for a right answer:\n${text}`);
@@ -163,7 +163,7 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     await debugAction(page, 'debug-step-over');
     const after = await waitUntil(() => editorLines(page), (ls) => /✗/.test(extrasText(ls)), UI_WAIT);
     await wb.shot('09-verdict-wrong');
-    assert.equal(await stoppedLine(page), 7);
+    assert.equal(await waitUntil(() => stoppedLine(page), (l) => l === 7, UI_WAIT), 7);
     const text = extrasText(after);
     assert.match(text, /✗/, `a ✗ verdict:\n${text}`);
     assert.match(text, /x\s*[=:]\s*1\b/, `the real value x = 1 is shown:\n${text}`);
@@ -185,12 +185,33 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     // The two predicted steps are in the timeline, one right and one wrong.
     const rowTexts = await rows.allInnerTexts();
     assert.ok(rowTexts.length >= 3, `the run's steps are listed: ${JSON.stringify(rowTexts)}`);
-    assert.equal(await frame.locator('#window .row.mismatch').count(), 1, `one mismatching row: ${JSON.stringify(rowTexts)}`);
-    assert.match(rowTexts.join('\n'), /best = xs\[0\]/);
+    // The two predicted steps: the first right (✓), the second wrong (✗, highlighted as a mismatch).
+    const predicted: { mark: string; mismatch: boolean; text: string }[] = [];
+    for (let i = 0; i < (await rows.count()); i++) {
+      const row = rows.nth(i);
+      if (!(await row.locator('.predicted').innerText()).trim()) continue;
+      predicted.push({
+        mark: (await row.locator('.mark').innerText()).trim(),
+        mismatch: ((await row.getAttribute('class')) ?? '').split(/\s+/).includes('mismatch'),
+        text: (await row.innerText()).replace(/\s+/g, ' '),
+      });
+    }
+    assert.deepEqual(
+      predicted.map((p) => [p.mark, p.mismatch]),
+      [
+        ['✓', false],
+        ['✗', true],
+      ],
+      `predicted rows: ${JSON.stringify(predicted)}`,
+    );
+    assert.match(predicted[0]!.text, /best = xs\[0\]/);
+    assert.match(predicted[1]!.text, /for x in xs\[1:\]/);
+
+    await wb.shot('11-panel-rows');
 
     // Rewards come from the whole-call verification; the model gets only the output right.
-    await page.locator('.monaco-workbench .editor-group-container').first().click({ position: { x: 400, y: 200 } });
-    await runCommand(page, 'Debug: Stop');
+    await debugAction(page, 'debug-stop');
+    await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: UI_WAIT });
     await openFile(page, 'stats.py');
     await clickLens(page, 'Verify whole call');
     const input = page.locator('.quick-input-widget');
@@ -204,7 +225,7 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     }
     const rewards = frame.locator('.rewards .reward');
     await rewards.first().waitFor({ state: 'visible', timeout: UI_WAIT });
-    await wb.shot('11-panel');
+    await wb.shot('12-panel-rewards');
     assert.equal(script.wholeCallRequests(), 1);
     const values = Object.fromEntries(
       (await rewards.allInnerTexts()).map((t) => {
@@ -224,7 +245,7 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
   test('"Add to dataset" stores the case in the workspace\'s sample store', async () => {
     await panelFrame(page).locator('button#add').click();
     const message = await waitUntil(() => notifications(page), (ns) => ns.some((n) => /added to|already in/.test(n)), UI_WAIT);
-    await wb.shot('12-added-to-dataset');
+    await wb.shot('13-added-to-dataset');
     assert.ok(message.some((n) => /sample \w+ added to/.test(n)), `notification: ${JSON.stringify(message)}`);
     const store = join(workspace, '.execverify');
     assert.ok(existsSync(store) && readdirSync(store, { recursive: true }).length > 0, `${store} holds the sample`);
@@ -243,7 +264,7 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     const ok = page.locator('.monaco-dialog-box .monaco-button', { hasText: /^(OK|Create|Save)$/ });
     if (await ok.first().isVisible().catch(() => false)) await ok.first().click();
     const message = await waitUntil(() => notifications(page), (ns) => ns.some((n) => /exported \d+ records/.test(n)), UI_WAIT);
-    await wb.shot('13-exported');
+    await wb.shot('14-exported');
     assert.ok(message.some((n) => n.includes(exported)), `notification names the file: ${JSON.stringify(message)}`);
     assert.equal(readFileSync(exported).subarray(0, 4).toString(), 'PAR1', 'a Parquet file');
 

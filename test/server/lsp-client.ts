@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { WorkDoneProgress } from 'vscode-languageserver/node';
 import {
   StreamMessageReader,
   StreamMessageWriter,
@@ -54,7 +55,11 @@ export async function startServer(options: StartOptions = {}): Promise<ServerUnd
   connection.onRequest('workspace/configuration', () => [options.settings ?? {}]);
   connection.onRequest('workspace/codeLens/refresh', () => null);
   connection.onRequest('workspace/inlayHint/refresh', () => null);
-  connection.onRequest('window/workDoneProgress/create', () => null);
+  // Server-initiated progress: follow each token the server creates, recording its reports as `$/progress`.
+  connection.onRequest('window/workDoneProgress/create', (params: { token: string | number }) => {
+    connection.onProgress(WorkDoneProgress.type, params.token, (value) => notifications.push({ method: '$/progress', params: { token: params.token, value } }));
+    return null;
+  });
   connection.listen();
   const rootUri = options.rootPath ? pathToFileURL(options.rootPath).href : null;
   const initializeResult = await connection.sendRequest<{ capabilities: Record<string, unknown> }>('initialize', {

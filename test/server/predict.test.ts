@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import { WorkDoneProgress } from 'vscode-languageserver/node';
 import {
   InlineResultsSchema,
   PanelDataSchema,
@@ -30,6 +31,8 @@ const uri = pathToFileURL(file).href;
 
 let model: OpenAIServer;
 let server: ServerUnderTest;
+/** What the client answers to workspace/configuration; a test changes it and sends didChangeConfiguration. */
+const settings: Record<string, unknown> = {};
 let reply: (body: Record<string, unknown> | undefined) => Reply = () => ({ text: 'ok' });
 
 before(async () => {
@@ -37,7 +40,7 @@ before(async () => {
   server = await startServer({
     rootPath: ws,
     initializationOptions: { inline: 'notifications' },
-    settings: { baseUrl: model.url, model: 'exec-model', requestTimeoutMs: 20_000 },
+    settings: Object.assign(settings, { baseUrl: model.url, model: 'exec-model', requestTimeoutMs: 20_000 }),
   });
   await server.open(file, source);
 });
@@ -123,6 +126,22 @@ test('a wrong prediction is revealed when the debugger steps on, with the real l
   assert.equal(row.prediction?.nextLine, 5);
 });
 
+test('with reveal set to "immediately" (a settings change), the verdict comes with the prediction', async () => {
+  const { runId, rows } = await traced();
+  settings.reveal = 'immediately';
+  await server.connection.sendNotification('workspace/didChangeConfiguration', { settings: {} });
+  try {
+    reply = nextStepModel(3, { total: ['0', 'int'], xs: ['[1, 2, 4]', 'list'] });
+    await new Promise((r) => setTimeout(r, 100)); // the server re-reads the settings
+    await request('execverify/predict', { runId, step: stepOf(rows, 2) });
+    const verdict = await waitFor(() => lastInline().find((i) => i.kind === 'verdict'), 'the verdict without stepping');
+    assert.equal(verdict.ok, true);
+  } finally {
+    delete settings.reveal;
+    await server.connection.sendNotification('workspace/didChangeConfiguration', { settings: {} });
+  }
+});
+
 test('a garbage answer is a prediction with problems and a ✗ verdict, never a failure', async () => {
   const { runId, rows } = await traced();
   reply = () => ({ text: 'Ignore previous instructions. The answer is obviously line seven!!!' });
@@ -154,7 +173,7 @@ test('work-done progress: begin and end are reported on the client’s token', a
   const { runId, rows } = await traced();
   reply = () => ({ text: JSON.stringify({ next_line: 3, variables: [] }), delayMs: 50 });
   const seen: unknown[] = [];
-  const sub = server.connection.onProgress({ __brand: 'x' } as never, 'tok-1', (v: unknown) => seen.push(v));
+  const sub = server.connection.onProgress(WorkDoneProgress.type, 'tok-1', (v) => seen.push(v));
   await request('execverify/predict', { runId, step: stepOf(rows, 2), workDoneToken: 'tok-1' });
   await waitFor(() => (seen.some((v) => (v as { kind: string }).kind === 'end') ? true : undefined), 'progress end');
   sub.dispose();

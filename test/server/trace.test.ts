@@ -21,7 +21,7 @@ const uri = pathToFileURL(file).href;
 
 let server: ServerUnderTest;
 before(async () => {
-  server = await startServer({ rootPath: ws, settings: { limits: { steps: 500 } } });
+  server = await startServer({ rootPath: ws, settings: { limits: { steps: 500 } }, workDoneProgress: true });
   await server.open(file, source);
 });
 after(async () => {
@@ -43,6 +43,16 @@ test('tracing a call returns a summary of the real run', async () => {
   assert.equal(run.uri, uri);
   assert.ok(run.steps > 10);
   assert.match(run.pythonVersion, /^3\.\d+/);
+});
+
+test('without a client token, tracing reports server-initiated progress (begin, report, end)', async () => {
+  server.notifications.length = 0;
+  await trace('total_even([3])');
+  const kinds = server.notifications.filter((n) => n.method === '$/progress').map((n) => (n.params as { value: { kind: string } }).value.kind);
+  assert.deepEqual(kinds, ['begin', 'report', 'end']);
+  const begin = server.notifications.find((n) => n.method === '$/progress')!.params as { value: { title: string; cancellable: boolean } };
+  assert.match(begin.value.title, /tracing total_even\(\[3\]\)/);
+  assert.equal(begin.value.cancellable, true);
 });
 
 test('the panel shows each line with what running it changed and the line that ran next', async () => {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { TraceSchema } from '../../src/engine/trace/schema';
 import { findFunctions } from '../../src/server/functions';
 import { findTestCalls } from '../../src/server/inputs';
-import { parseSettings } from '../../src/server/protocol';
+import { PanelDataWireSchema, parseSettings } from '../../src/server/protocol';
 import { RunStore, calledFunction, describeOutcome } from '../../src/server/runs';
 import { followers, inlineItems, panelData, panelRows } from '../../src/server/views';
 
@@ -129,4 +129,17 @@ test('inline items: a pending prediction shows a marker and values; its verdict 
   assert.match(inlineItems(store, 'u')[0]!.text, /✗ total = 0: int \(predicted 0: str\)/);
   store.stop = { runId: 'run-other', step: 0, uri: 'u', line: 1 };
   assert.deepEqual(inlineItems(store, 'u'), [], 'a prediction about another run is not drawn while the debugger is in a new one');
+});
+
+test('the fast panel check accepts what the server sends and rejects malformed rows', () => {
+  const store = new RunStore();
+  const run = store.addRun({ uri: 'u', file: 'f', entry: 'total_even([1, 2, 4])', trace });
+  const data = panelData(run, store);
+  assert.equal(PanelDataWireSchema.parse(JSON.parse(JSON.stringify(data))).rows.length, trace.steps.length);
+  const bad = JSON.parse(JSON.stringify(data));
+  bad.rows[3].changes = [1];
+  assert.equal(PanelDataWireSchema.safeParse(bad).success, false);
+  const badPrediction = JSON.parse(JSON.stringify(data));
+  badPrediction.rows[1].prediction = { nextLine: 'three' };
+  assert.equal(PanelDataWireSchema.safeParse(badPrediction).success, false);
 });

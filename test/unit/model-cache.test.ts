@@ -145,3 +145,21 @@ test('writes are atomic: no temp files remain and concurrent writers leave a val
   const names = await fs.readdir(path.join(cacheDir, 'ab'));
   assert.deepEqual(names, [`${'ab'.repeat(32)}.json`]);
 });
+
+test('a streamed answer is cached and replayed as one delta', async () => {
+  const cache = new DiskCache(path.join(dir, 'stream'));
+  const c = new ModelClient({ baseURL: server.url, model: 'm' }, { cache });
+  server.resetStats();
+  const prompt = chatPrompt([{ role: 'user', content: 'stream me' }]);
+  const texts = async () => {
+    const out: string[] = [];
+    for await (const e of c.stream({ prompt })) if (e.type === 'delta') out.push(e.text);
+    return out;
+  };
+  const first = await texts();
+  const second = await texts();
+  assert.equal(server.stats.requests, 1);
+  assert.ok(first.length > 1);
+  assert.deepEqual(second, [first.join('')]);
+  c.close();
+});

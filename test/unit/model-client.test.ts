@@ -488,3 +488,18 @@ test('a server that refuses stream_options still streams (without usage), and th
   assert.equal(server.stats.requests, 3, 'one refused attempt, then two plain streams');
   c.close();
 });
+
+test('a stream asking for JSON-schema output falls back to text when the server refuses it', async () => {
+  const strict = await startOpenAIServer({ rejectJsonSchema: true, script: () => ({ text: '{"next_line": 2, "value": "x"}' }) });
+  const c = new ModelClient({ baseURL: strict.url, model: 'm' });
+  const events = await collect(c.stream({ prompt: ask, output: { name: 'answer', schema: Answer } }));
+  const done = events.at(-1)!;
+  assert.ok(done.type === 'done');
+  if (done.type === 'done') {
+    assert.equal(done.completion.structured, 'text');
+    assert.deepEqual(done.completion.samples[0]!.parsed, { ok: true, value: { next_line: 2, value: 'x' } });
+  }
+  assert.equal(strict.stats.requests, 2);
+  c.close();
+  await strict.close();
+});

@@ -167,3 +167,16 @@ test('structured (JSON) answers that are garbage are failed parses, not exceptio
   assert.equal(server.requests.at(-1)!.body!.response_format !== undefined, true, 'the JSON format asks for its schema');
   model.close();
 });
+
+test('both providers stream: deltas, then the whole reply', async () => {
+  const questions = sites.map((s) => baselineQuestion(decoded, s));
+  const events = [];
+  for await (const e of new BaselineProvider().stream({ prompt, format: 'execverify', questions })) events.push(e);
+  assert.equal(events.at(-1)!.type, 'done');
+  server.setScript(() => ({ text: '<answer>\n3\n</answer>', chunkChars: 3 }));
+  const model = new ModelProvider({ baseURL: server.url, model: 'm' });
+  let text = '';
+  for await (const e of model.stream({ prompt, format: 'execverify', questions: [] })) if (e.type === 'delta') text += e.text;
+  assert.equal(text, '<answer>\n3\n</answer>');
+  model.close();
+});

@@ -173,3 +173,11 @@ test('what survives a reload is small: the run id, the selection and the scroll 
   const s = M.applyMessage(M.applyMessage(M.initialState(), { type: 'data', data: data() }), { type: 'selectStep', step: 3 });
   assert.deepEqual(M.persistable(s), { runId: 'run-1', selected: 3, scrollTop: 0 });
 });
+
+test('a row shows the source line, indented by call depth, with the function as its title', () => {
+  const d = data();
+  d.rows[1]!.depth = 2;
+  d.rows[1]!.fn = 'outer.<locals>.inner';
+  const html = M.renderRow(M.buildRows(d)[1], false);
+  assert.match(html, /<span class="code" title="outer.&lt;locals&gt;.inner">    x = n \* 2<\/span>/);
+});

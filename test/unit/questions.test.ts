@@ -144,6 +144,22 @@ test('no question about a truncated value', async () => {
   assert.ok(!qs.some((q) => (q.kind === 'state' || q.kind === 'state_any') && q.var === 'big'), 'asked about a truncated list');
 });
 
+test('objects shown only by their address are not asked about', async () => {
+  const src = `class Node:
+    pass
+
+def mk(n):
+    node = Node()
+    node.v = n
+    k = n + 1
+    return node
+`;
+  const qs = generateQuestions(await traceOf(src, 'mk(2)'), { maxState: 50, maxStateAny: 50 });
+  assert.ok(qs.some((q) => q.kind === 'state' && q.var === 'k'));
+  assert.ok(!qs.some((q) => (q.kind === 'state' || q.kind === 'state_any') && q.var === 'node'), 'asked for a memory address');
+  assert.ok(!qs.some((q) => q.kind === 'output'), 'asked for the address of the returned object');
+});
+
 test('coverage and state_any questions on request, with both YES and NO when both exist', async () => {
   const qs = generateQuestions(await traceOf(LOOP, 'f([2, 4])'), { maxCoverage: 4, maxStateAny: 3 });
   const cov = qs.filter((q) => q.kind === 'coverage');

@@ -110,6 +110,14 @@ export const harvestCommand: Command = {
         { python, tracerDir: pythonTracerDir(), env: io.env, tracer: pool, questioner: templateQuestioner(template), scorer, progress, signal: io.signal },
       );
       const files = writeReport(out, result.report);
+      if (result.report.samples === 0) {
+        const ran = result.report.tests.run;
+        io.stderr.write(
+          ran === 0
+            ? `warning: no tests ran in ${project} (${result.report.tests.runner ?? 'no runner'}): harvesting needs the project's own unittest (test*.py) or pytest tests\n`
+            : 'warning: no samples kept; the report lists why each captured call was dropped\n',
+        );
+      }
       if (values.json) io.stdout.write(JSON.stringify(result.report, null, 2) + '\n');
       else {
         io.stdout.write(renderReport(result.report));

@@ -163,6 +163,7 @@ export class SampleStore {
     this.lockFile = lock ? path.join(dir, 'samples.lock') : null;
     if (this.lockFile) takeLock(this.lockFile);
     this.repairedBytes = repairTail(this.file);
+    fs.closeSync(fs.openSync(this.file, 'a')); // an empty store is a store (readers must find it)
     const { items, invalid } = readJsonl(this.file, (v) => RecordSchema.parse(v));
     this.invalidLines = invalid;
     for (const record of items) this.index(record);

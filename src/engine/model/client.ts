@@ -302,12 +302,16 @@ export class ModelClient {
         }
         // A refusal (400) of an optional feature we have not yet seen accepted: drop it, retry, remember.
         if (!yielded && failure.code === 'bad_request') {
-          if (this.#streamUsage === 'unknown' && 'stream_options' in usageOption) {
+          const canDropUsage = this.#streamUsage === 'unknown' && 'stream_options' in usageOption;
+          const canDropSchema = useSchema && this.#jsonSchema === 'unknown' && this.config.structuredOutput === 'auto';
+          // Which one the server refused, if its message says; otherwise the schema first (more often missing).
+          const blamesUsage = /stream_options|include_usage/i.test(failure.message);
+          if (canDropUsage && (blamesUsage || !canDropSchema)) {
             this.#streamUsage = 'no';
             retry--;
             continue;
           }
-          if (useSchema && this.#jsonSchema === 'unknown' && this.config.structuredOutput === 'auto') {
+          if (canDropSchema) {
             this.#jsonSchema = 'no';
             useSchema = false;
             retry--;

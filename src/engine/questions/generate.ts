@@ -96,6 +96,10 @@ function bracketDelta(line: string): number {
 }
 
 const exact = (v: Value | undefined): v is Value => v !== undefined && !v.truncated;
+/** A default object repr (`<x.C object at 0x…>`, recorded as `at <addr>`): its only content is the type. */
+const ADDRESS_RE = / at (?:0x[0-9a-fA-F]+|<addr>)>/;
+/** Worth asking about: exact, not a function/module/class, not an address-only repr. */
+const askable = (v: Value | undefined): v is Value => exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !ADDRESS_RE.test(v.repr);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
 interface Run {
@@ -191,7 +195,7 @@ export function nextLineQuestion(ctx: FrameContext, run: Run, textMatched: boole
 export function stateQuestion(ctx: FrameContext, run: Run, name: string): Question | undefined {
   if (run.after === undefined) return undefined;
   const v = ctx.decoded.locals(run.after)[name];
-  if (!exact(v) || UNINFORMATIVE_TYPES.has(v.type)) return undefined;
+  if (!askable(v)) return undefined;
   return {
     kind: 'state',
     id: `state:${run.line}:${run.k}:${name}`,
@@ -220,7 +224,7 @@ function stateCandidates(ctx: FrameContext): StateCandidate[] {
     const after: Locals = ctx.decoded.locals(run.after);
     for (const name of Object.keys(after)) {
       const v = after[name]!;
-      if (!exact(v) || UNINFORMATIVE_TYPES.has(v.type)) continue;
+      if (!askable(v)) continue;
       const b = before[name];
       const changed = b === undefined || !sameValue(b, v);
       out.push({ run, name, changed, group: `${name}=${v.type}:${v.repr}` });
@@ -281,7 +285,7 @@ function stateAnyQuestions(ctx: FrameContext): Question[] {
       let e = byKey.get(key);
       if (!e) byKey.set(key, (e = { line: run.line, name, values: [], changed: false, exactAll: true }));
       // One inexact value makes the whole set inexact: the answer might be that one.
-      if (!exact(v) || UNINFORMATIVE_TYPES.has(v.type)) e.exactAll = false;
+      if (!askable(v)) e.exactAll = false;
       else if (!e.values.some((x) => sameValue(x, v))) e.values.push(v);
       const b = before[name];
       e.changed ||= b === undefined || !sameValue(b, v);
@@ -336,7 +340,7 @@ export function calleeOf(call: string): string | undefined {
 export function outputQuestion(trace: Trace): Question | undefined {
   if (trace.entry.kind !== 'call' || trace.outcome.kind !== 'returned') return undefined;
   const v = trace.outcome.value;
-  if (!exact(v)) return undefined;
+  if (!askable(v)) return undefined;
   return { kind: 'output', id: 'output', call: trace.entry.expr.trim(), truth: { value: { repr: v.repr, type: v.type, literal: v.literal } } };
 }
 

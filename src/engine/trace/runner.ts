@@ -4,7 +4,8 @@ import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:c
 import * as os from 'node:os';
 import { z } from 'zod';
 import { pythonTracerDir, resolvePython, workerEnv } from '../python';
-import { EntrySchema, LimitsSchema, TraceSchema, type Trace } from './schema';
+import { EntrySchema, LimitsSchema, TRACE_SCHEMA_VERSION, type Trace } from './schema';
+import { safeParseTrace } from './validate';
 
 /** One trace job: a file (or its source text) and how to enter it. */
 export const TraceJobSchema = z.object({
@@ -276,7 +277,7 @@ export class TracerPool {
     this.env = env;
   }
 
-  /** Traces one job; the Trace is validated against TraceSchema. */
+  /** Traces one job; the Trace is validated (TraceSchema's rules, see validate.ts). */
   async trace(job: TraceJob, signal?: AbortSignal): Promise<Trace> {
     const parsed = TraceJobSchema.safeParse(job);
     if (!parsed.success) {
@@ -284,12 +285,9 @@ export class TracerPool {
     }
     const wall = parsed.data.limits?.wallTimeMs ?? 10_000;
     const raw = await this.request('trace', parsed.data as Record<string, unknown>, signal, wall + this.graceMs);
-    const trace = TraceSchema.safeParse(raw);
-    if (!trace.success) {
-      const issue = trace.error.issues[0];
-      throw new TracerError('invalid_trace', `the trace does not match ${'execverify.trace/1'}: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'invalid'}`);
-    }
-    return trace.data;
+    const trace = safeParseTrace(raw);
+    if (!trace.ok) throw new TracerError('invalid_trace', `the trace does not match ${TRACE_SCHEMA_VERSION}: ${trace.error}`);
+    return trace.trace;
   }
 
   /** Sends any op to a worker (e.g. the judge's ops); the result is unvalidated. */

@@ -1,0 +1,194 @@
+// `npm run bench:tracer`: the tracer's numbers, all measured in one run.
+//
+// (a) all 800 CRUXEval programs end to end: our TracerPool (persistent
+//     workers, a forked child with limits per job, JSON, zod validation,
+//     decodeTrace) versus the naive in-process baseline (bench/naive_tracer.py:
+//     sys.settrace, repr of every local at every line, no isolation, no
+//     limits), started as one Python process whose JSON lines are parsed here.
+// (b) a loop-heavy program (>= 200,000 line events): slowdown versus untraced
+//     and versus the naive baseline, with every decoded state checked equal
+//     to the naive one (sha1 per event of "event|line|name=repr...").
+// (c) decodeTrace random access on a 1,000,000-event trace (p50 / p99), the
+//     replay debugger's need.
+//
+// Environment: EXECVERIFY_PYTHON picks the interpreter (default python3);
+// BENCH_LOOP_N (default 450) sizes the loop program.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { resolvePython } from '../src/engine/python';
+import { decodeTrace } from '../src/engine/trace/decode';
+import { TracerPool } from '../src/engine/trace/runner';
+import type { Step, Trace, Value } from '../src/engine/trace/schema';
+
+const python = resolvePython(undefined, process.env);
+const BENCH = join(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(python, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks: Buffer[] = [];
+    p.stdout.on('data', (c: Buffer) => chunks.push(c));
+    p.on('error', reject);
+    p.on('exit', (code) => (code === 0 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`${args.join(' ')} exited ${code}`))));
+  });
+}
+
+interface Row {
+  code: string;
+  input: string;
+  output: string;
+  id: string;
+}
+
+async function partA(rows: Row[]): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'ev-bench-'));
+  const jobsFile = join(dir, 'jobs.json');
+  writeFileSync(jobsFile, JSON.stringify(rows.map((r) => ({ source: r.code, expr: `f(${r.input})` }))));
+
+  // naive: one process, everything in-process, JSON lines parsed here
+  let t0 = performance.now();
+  const out = await run([join(__dirname, 'naive_tracer.py'), jobsFile]);
+  const naiveResults = out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { result?: string | null; seconds?: number });
+  const naiveMs = performance.now() - t0;
+  const naivePython = (naiveResults.pop()!.seconds ?? 0) * 1000;
+
+  // ours: pool start + 800 isolated jobs + validation + decode
+  t0 = performance.now();
+  const pool = new TracerPool({ python });
+  const traces = await Promise.all(
+    rows.map((r) => pool.trace({ source: r.code, path: `${r.id}.py`, entry: { kind: 'call', expr: `f(${r.input})` } })),
+  );
+  let steps = 0;
+  for (const t of traces) steps += decodeTrace(t).length;
+  const oursMs = performance.now() - t0;
+  await pool.close();
+
+  let agree = 0;
+  traces.forEach((t, i) => {
+    if (t.outcome.kind === 'returned' && t.outcome.value.repr === naiveResults[i]?.result) agree++;
+  });
+  return [
+    `(a) CRUXEval, ${rows.length} programs end to end (${steps} events; pool of ${availableParallelism()} workers)`,
+    `    naive in-process (settrace, repr all, no isolation) ${(naiveMs / 1000).toFixed(2)} s  [${(naivePython / 1000).toFixed(2)} s inside Python]`,
+    `    ours (TracerPool, forked + limited, validated, decoded) ${(oursMs / 1000).toFixed(2)} s`,
+    `    ratio ours / naive                                 ${(oursMs / naiveMs).toFixed(2)}   (target <= 1.0)`,
+    `    return values equal to the naive run              ${agree} / ${rows.length}`,
+  ];
+}
+
+function digest(step: Step, locals: Readonly<Record<string, Value>>): string {
+  const body = Object.keys(locals)
+    .sort()
+    .map((k) => `${k}=${locals[k]!.repr}`)
+    .join('\x1f');
+  return createHash('sha1').update(`${step.event}|${step.line}|${body}`, 'utf8').digest('hex');
+}
+
+async function partB(): Promise<string[]> {
+  const n = Number(process.env.BENCH_LOOP_N ?? 450);
+  const loop = join(__dirname, 'tracer_loop.py');
+  const job = JSON.parse(await run([loop, 'source', String(n)])) as { source: string; expr: string };
+  const untraced = JSON.parse(await run([loop, 'untraced', String(n)])) as { seconds: number };
+  const naive = JSON.parse(await run([loop, 'naive', String(n)])) as { seconds: number; events: number; digests: string[] };
+
+  const pool = new TracerPool({ python, size: 1 });
+  await pool.request('ping'); // worker start-up is not part of the run
+  const t0 = performance.now();
+  const trace: Trace = await pool.trace({
+    source: job.source,
+    path: 'loop.py',
+    entry: { kind: 'call', expr: job.expr },
+    // large enough that nothing is cut: the states must equal the naive ones
+    limits: { steps: 10_000_000, traceBytes: 1_500_000_000, wallTimeMs: 3_600_000, cpuTimeMs: 3_600_000, reprChars: 100_000 },
+  });
+  const tracedMs = performance.now() - t0;
+  const d = decodeTrace(trace);
+  const endToEndMs = performance.now() - t0;
+  await pool.close();
+
+  let same = d.length === naive.digests.length;
+  let firstDiff = -1;
+  for (let i = 0; same && i < d.length; i++) {
+    if (digest(d.step(i), d.locals(i)) !== naive.digests[i]) {
+      same = false;
+      firstDiff = i;
+    }
+  }
+  const oursPython = trace.stats.wallMs / 1000;
+  const u = untraced.seconds;
+  return [
+    `(b) loop-heavy program: ${d.length} events (pairs over a ${n}-tuple)`,
+    `    untraced                 ${u.toFixed(3)} s`,
+    `    naive                    ${naive.seconds.toFixed(2)} s   (${(naive.seconds / u).toFixed(0)}x untraced)`,
+    `    ours, traced (in worker) ${oursPython.toFixed(2)} s   (${(oursPython / u).toFixed(0)}x untraced)  ${(naive.seconds / oursPython).toFixed(1)}x faster than naive (target >= 5x)`,
+    `    ours, end to end         ${(endToEndMs / 1000).toFixed(2)} s   (+ JSON, validation, decode; ${(tracedMs / 1000).toFixed(2)} s to a validated Trace)  ${(naive.seconds / (endToEndMs / 1000)).toFixed(1)}x faster than naive`,
+    `    decoded states identical to naive: ${same ? 'yes, all ' + d.length : `NO (first difference at step ${firstDiff}, ${d.length} vs ${naive.digests.length} events)`}`,
+  ];
+}
+
+function partC(): string[] {
+  const n = 1_000_000;
+  const steps: Step[] = [];
+  for (let i = 0; i < n; i++) {
+    const frame = i % 5 === 0 ? 1 : 0;
+    const set: Record<string, Value> = { [`v${i % 9}`]: { repr: String(i), type: 'int', literal: true } };
+    steps.push({ i, event: i < 2 ? 'call' : 'line', frame, fn: `f${frame}`, file: 0, line: 1 + (i % 40), depth: frame, set });
+  }
+  const trace: Trace = {
+    schema: 'execverify.trace/1',
+    python: { version: '3.12.1', implementation: 'cpython', backend: 'monitoring' },
+    entry: { kind: 'call', expr: 'f()' },
+    files: [{ path: 'x.py', source: '' }],
+    steps,
+    outcome: { kind: 'limit', limit: 'steps', message: '' },
+    stdout: { text: '', truncated: false },
+    stderr: { text: '', truncated: false },
+    stats: { events: n, wallMs: 0 },
+  };
+  const t0 = performance.now();
+  const d = decodeTrace(trace);
+  const buildMs = performance.now() - t0;
+  const times: number[] = [];
+  let seed = 12345;
+  for (let k = 0; k < 20_000; k++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    const i = seed % n;
+    const s = performance.now();
+    d.locals(i);
+    d.stack(i);
+    times.push(performance.now() - s);
+  }
+  times.sort((a, b) => a - b);
+  const q = (p: number) => times[Math.floor(p * (times.length - 1))]!.toFixed(3);
+  return [
+    `(c) decodeTrace on ${n.toLocaleString('en')} events: build ${buildMs.toFixed(0)} ms; random locals()+stack() p50 ${q(0.5)} ms, p99 ${q(0.99)} ms (need < 10 ms)`,
+  ];
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(BENCH)) {
+    throw new Error(`CRUXEval not found at ${BENCH}: the benchmark reads ../shared/benchmarks/cruxeval/cruxeval.jsonl next to the repository`);
+  }
+  const rows = readFileSync(BENCH, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Row);
+  const version = (await run(['-c', 'import sys; print(sys.version.split()[0])'])).trim();
+  const lines = [`tracer benchmark — Python ${version} (${python}), ${availableParallelism()} cores`, ''];
+  lines.push(...(await partA(rows)), '');
+  lines.push(...(await partB()), '');
+  lines.push(...partC());
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench:tracer failed: ${(err as Error).message}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,71 @@
+"""sys.monitoring and sys.settrace record the same decoded trace (3.12+):
+same events, lines, frames, depths, locals and values, on every program of
+the semantics suite and on a sample of CRUXEval."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import unittest
+
+from execverify import tracer
+
+from .test_tracer_semantics import PROGRAMS
+from .tracer_support import Decoded, run
+
+HAS_MONITORING = hasattr(sys, "monitoring")
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "..", "shared", "benchmarks", "cruxeval", "cruxeval.jsonl")
+
+
+def comparable(trace):
+    d = Decoded(trace)
+    steps = []
+    for i, s in enumerate(trace["steps"]):
+        s = dict(s)
+        s.pop("set", None)
+        s.pop("del", None)
+        steps.append((s, d.locals[i]))
+    return steps, trace["outcome"], trace["stdout"]
+
+
+class SameTraceEitherWay(unittest.TestCase):
+    def test_default_backend(self):
+        self.assertEqual(tracer.default_backend(), "monitoring" if HAS_MONITORING else "settrace")
+
+    def test_settrace_backend_can_be_forced(self):
+        t = run("def f():\n    return 1\n", backend="settrace")
+        self.assertEqual(t["python"]["backend"], "settrace")
+
+    def test_semantics_programs(self):
+        if not HAS_MONITORING:
+            # Before 3.12 there is one backend; the comparison is vacuous. The
+            # semantics suite checks settrace against the interpreter there.
+            self.assertEqual(tracer.default_backend(), "settrace")
+            return
+        for name, (src, exprs) in PROGRAMS.items():
+            for expr in exprs:
+                with self.subTest(program=name, entry=expr):
+                    a = run(src, expr, backend="monitoring")
+                    b = run(src, expr, backend="settrace")
+                    self.assertEqual((a["python"]["backend"], b["python"]["backend"]), ("monitoring", "settrace"))
+                    self.assertEqual(comparable(a), comparable(b))
+
+    def test_cruxeval_sample(self):
+        if not HAS_MONITORING:
+            self.assertEqual(tracer.default_backend(), "settrace")
+            return
+        if not os.path.exists(BENCH):
+            raise AssertionError("CRUXEval not found at %s (../shared/benchmarks next to the repo)" % BENCH)
+        with open(BENCH) as fh:
+            rows = [json.loads(line) for line in fh][::8]
+        for row in rows:
+            with self.subTest(id=row["id"]):
+                job = {"source": row["code"], "path": "p.py", "entry": {"kind": "call", "expr": "f(%s)" % row["input"]}}
+                a = tracer.trace(dict(job, backend="monitoring"))
+                b = tracer.trace(dict(job, backend="settrace"))
+                self.assertEqual(comparable(a), comparable(b))
+
+
+if __name__ == "__main__":
+    unittest.main()

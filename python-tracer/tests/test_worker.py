@@ -1,0 +1,91 @@
+"""The JSON-lines worker protocol: ops, errors as values, a worker that no
+request can break."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unittest
+
+from execverify import worker
+
+from .tracer_support import Worker
+
+
+class Protocol(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def test_ping(self):
+        r = self.w.request("ping")
+        self.assertTrue(r["ok"])
+        self.assertTrue(r["result"]["pong"])
+
+    def test_errors_are_values_with_codes(self):
+        r = self.w.request("nope")
+        self.assertEqual((r["ok"], r["error"]["code"]), (False, "unknown_op"))
+        r = self.w.request("trace", path="/no/such/file.py", entry={"kind": "call", "expr": "f()"})
+        self.assertEqual(r["error"]["code"], "file_not_found")
+        r = self.w.request("trace", source="def f(:\n", entry={"kind": "call", "expr": "f()"})
+        self.assertEqual(r["error"]["code"], "syntax_error")
+        r = self.w.request("trace", source="def f(): pass\n", entry={"kind": "call", "expr": "f("})
+        self.assertEqual(r["error"]["code"], "bad_entry")
+        r = self.w.request("trace", source="def f(): pass\n", entry={"kind": "other"})
+        self.assertEqual(r["error"]["code"], "bad_entry")
+
+    def test_garbage_lines_get_a_protocol_error_and_the_worker_goes_on(self):
+        self.w.proc.stdin.write(b"this is not json\n")
+        self.w.proc.stdin.flush()
+        resp = json.loads(self.w.proc.stdout.readline())
+        self.assertEqual((resp["ok"], resp["error"]["code"], resp["id"]), (False, "protocol", None))
+        self.assertTrue(self.w.request("ping")["ok"])
+
+    def test_trace_reads_the_file(self):
+        fd, path = tempfile.mkstemp(suffix=".py")
+        with os.fdopen(fd, "w") as fh:
+            fh.write("def f(a):\n    return a + 1\n")
+        try:
+            r = self.w.request("trace", path=path, entry={"kind": "call", "expr": "f(1)"})
+            self.assertEqual(r["result"]["outcome"]["value"]["repr"], "2")
+            self.assertEqual(r["result"]["files"][0]["path"], path)
+        finally:
+            os.remove(path)
+
+
+class Registry(unittest.TestCase):
+    def test_ops_are_a_plain_dict_others_extend(self):
+        self.assertIn("ping", worker.OPS)
+        self.assertIn("trace", worker.OPS)
+        worker.OPS["echo_test"] = lambda params: {"echo": params.get("x")}
+        try:
+            line = worker.handle(b'{"id": 5, "op": "echo_test", "x": 3}')
+            self.assertEqual(json.loads(line), {"id": 5, "ok": True, "result": {"echo": 3}})
+        finally:
+            del worker.OPS["echo_test"]
+
+    def test_an_op_that_raises_is_an_internal_error_not_a_dead_worker(self):
+        worker.OPS["boom_test"] = lambda params: 1 // 0
+        try:
+            resp = json.loads(worker.handle(b'{"id": 1, "op": "boom_test"}'))
+            self.assertEqual((resp["ok"], resp["error"]["code"]), (False, "internal"))
+        finally:
+            del worker.OPS["boom_test"]
+
+    def test_op_errors_carry_their_code(self):
+        def op(params):
+            raise worker.OpError("my_code", "what to do")
+        worker.OPS["err_test"] = op
+        try:
+            resp = json.loads(worker.handle(b'{"id": "a", "op": "err_test"}'))
+            self.assertEqual(resp, {"id": "a", "ok": False, "error": {"code": "my_code", "message": "what to do"}})
+        finally:
+            del worker.OPS["err_test"]
+
+
+if __name__ == "__main__":
+    unittest.main()
