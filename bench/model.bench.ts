@@ -103,15 +103,15 @@ async function throughput(url: string) {
       bareRuns.push(await loop(concurrency, REQUESTS, bare));
       clientRuns.push(await loop(concurrency, REQUESTS, viaClient));
     }
-    const bestBare = median(bareRuns.map((x) => x.rps));
-    const bestClient = median(clientRuns.map((x) => x.rps));
+    const bareRps = median(bareRuns.map((x) => x.rps));
+    const clientRps = median(clientRuns.map((x) => x.rps));
     const bareCpu = median(bareRuns.map((x) => x.cpuUs));
     const clientCpu = median(clientRuns.map((x) => x.cpuUs));
     const stats = client.stats();
     if (stats.failures > 0) throw new Error(`the client failed ${stats.failures} requests during the benchmark`);
     client.close();
     agent.destroy();
-    rows.push({ concurrency, bare: bestBare, client: bestClient, overhead: 1 - bestClient / bestBare, bareCpu, clientCpu });
+    rows.push({ concurrency, bare: bareRps, client: clientRps, overhead: 1 - clientRps / bareRps, bareCpu, clientCpu });
   }
   return rows;
 }

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import json
+from json import dumps as _json_dumps
 try:
     import fcntl
 except ImportError:  # not POSIX
@@ -120,12 +121,14 @@ class Context:
         # released on a memory limit so the report can still be built.
         self._reserve = mmap.mmap(-1, 4 << 20)
 
-    def send(self, kind: bytes, payload: bytes) -> None:
-        data = _HDR.pack(kind, len(payload)) + payload
-        view = memoryview(data)
+    def send(self, kind: bytes, payload: bytes, _len=len, _pack=_HDR.pack, _write=os.write,
+             _view=memoryview) -> None:
+        # Bound at definition: the traced program may rebind builtins or os.
+        data = _pack(kind, _len(payload)) + payload
+        view = _view(data)
         while view:
             try:
-                n = os.write(self.fd, view)
+                n = _write(self.fd, view)
             except InterruptedError:
                 continue
             view = view[n:]
@@ -140,7 +143,7 @@ class Context:
                 handler, self.on_limit = self.on_limit, None
                 handler(kind, message)
             else:
-                self.send(b"L", json.dumps({"limit": kind, "message": message}).encode())
+                self.send(b"L", _json_dumps({"limit": kind, "message": message}).encode())
         finally:
             _real_exit(0)
 
@@ -243,9 +246,8 @@ class _Stdin:
 
 
 def _audit_hook(ctx):
-    limits = ctx.limits
-
     def hook(event, args):
+        limits = ctx.limits
         if event in _SPAWN_EVENTS:
             if not ctx.allow_spawn:
                 ctx.limit("fork", "the program tried to start a process (%s)" % event)
@@ -272,7 +274,7 @@ def _audit_hook(ctx):
     return hook
 
 
-def _child_setup(ctx: Context, limits: Limits) -> None:
+def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     # Descriptors: only our pipe survives; 0/1/2 point at /dev/null.
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -286,16 +288,18 @@ def _child_setup(ctx: Context, limits: Limits) -> None:
         ctx.fd = high
     except (NameError, OSError):
         pass
-    _close_inherited(ctx.fd)
+    _close_inherited(ctx.fd, keep)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         try:
             signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError):
             pass
     signal.signal(signal.SIGUSR1, lambda s, f: ctx.limit(
-        "wall_time", "the run took longer than %d ms" % limits.wall_ms))
+        "wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms))
     signal.signal(signal.SIGXCPU, lambda s, f: ctx.limit(
-        "cpu_time", "the run used more than %d ms of CPU" % limits.cpu_ms))
+        "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
+    signal.signal(signal.SIGPROF, lambda s, f: ctx.limit(
+        "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
     cpu_s = max(1, -(-limits.cpu_ms // 1000))
     _setrlimit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
     if limits.memory_mb:
@@ -334,17 +338,15 @@ def mapped_bytes() -> int:
     return 0
 
 
-def _close_inherited(keep: int) -> None:
-    """Closes every descriptor above 2 except `keep` (the worker's protocol
-    pipe above all: user code must not be able to write into it)."""
+def _close_inherited(keep: int, also=()) -> None:
+    """Closes every descriptor above 2 except `keep` and `also` (the worker's
+    protocol pipe above all: user code must not be able to write into it)."""
     try:
         fds = [int(x) for x in os.listdir("/proc/self/fd")]
     except OSError:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 4096)
-        return
+        fds = range(3, 4096)
     for fd in fds:
-        if fd > 2 and fd != keep:
+        if fd > 2 and fd != keep and fd not in also:
             try:
                 os.close(fd)
             except OSError:
@@ -383,12 +385,12 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
             try:
                 result = fn(ctx)
                 if result is not None:
-                    ctx.send(b"R", json.dumps(result).encode())
+                    ctx.send(b"R", _json_dumps(result).encode())
             except MemoryError:
                 ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
             except BaseException as e:  # noqa: B902 - report, never propagate into the worker
                 try:
-                    ctx.send(b"E", json.dumps({"code": "internal", "message": "%s: %s" % (
+                    ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (
                         type(e).__name__, e)}).encode())
                 except BaseException:  # noqa: B902
                     code = 70
@@ -471,6 +473,202 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
         out.cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
         out.peak_kb = rusage.ru_maxrss
     return out
+
+
+class Runner:
+    """A forked child that runs many jobs of one handler, one at a time.
+
+    For jobs that provably leave no trace in the interpreter (the caller
+    decides; see tracer.reusable), forking once and reusing the child saves
+    the fork/exit of every job. Isolation per job is the same as
+    run_isolated's, with per-job limits: wall time (SIGUSR1, then SIGKILL),
+    CPU (ITIMER_PROF), output; memory is fixed per runner (memory_mb). The
+    child leaves (and a fresh one is forked for the next job) after any limit
+    or crash, and whenever a job changed the process: new modules, threads,
+    builtins, working directory, or it grew by more than 128 MB.
+
+    handler(ctx, payload: bytes) runs in the child and must send b"R", b"E"
+    or b"X" for each job; the child then reports b"K" (kept) or b"Q" (leaving).
+    """
+
+    def __init__(self, handler, limits: Limits):
+        self.limits = limits
+        self.dead = False
+        jr, jw = os.pipe()  # jobs: parent -> child
+        r, w = os.pipe()  # messages: child -> parent
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(jw)
+                os.close(r)
+                _runner_child(handler, limits, jr, w)
+            finally:
+                _real_exit(0)
+        os.close(jr)
+        os.close(w)
+        self.pid = pid
+        self.jobs = jw
+        self.msgs = r
+        self.buf = bytearray()
+
+    def call(self, payload: bytes, limits: Limits) -> Outcome:
+        """Runs one job; the Outcome holds its messages (exit fields set if the child ended)."""
+        out = Outcome()
+        start = time.monotonic()
+        line = json.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
+                           "allow_writes": limits.allow_writes}).encode() + b"\n" + payload + b"\n"
+        try:
+            _write_all(self.jobs, line)
+        except OSError:
+            self.dead = True
+            out.exit_code = None
+            self._reap(out, start)
+            return out
+        deadline = start + limits.wall_ms / 1000.0
+        kill_at = None
+        ended = False
+        while True:
+            now = time.monotonic()
+            if kill_at is None and now >= deadline:
+                out.wall_killed = True
+                _kill(self.pid, signal.SIGUSR1)
+                kill_at = now + limits.grace_ms / 1000.0
+            if kill_at is not None and now >= kill_at:
+                _kill(self.pid, signal.SIGKILL)
+                kill_at = float("inf")
+            wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
+            timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
+            try:
+                ready, _, _ = select.select([self.msgs], [], [], timeout)
+            except InterruptedError:
+                continue
+            if not ready:
+                continue
+            data = os.read(self.msgs, 1 << 20)
+            if not data:
+                self.dead = True
+                break
+            self.buf += data
+            while len(self.buf) >= 5:
+                kind, n = _HDR.unpack_from(self.buf)
+                if len(self.buf) < 5 + n:
+                    break
+                payload_ = bytes(self.buf[5:5 + n])
+                del self.buf[:5 + n]
+                if kind == b"K":
+                    ended = True
+                elif kind == b"Q":
+                    ended = True
+                    self.dead = True
+                else:
+                    out.messages.append((kind, payload_))
+            if ended:
+                break
+        out.wall_ms = (time.monotonic() - start) * 1000.0
+        if self.dead:
+            self._reap(out, start)
+        return out
+
+    def _reap(self, out, start):
+        try:
+            os.close(self.msgs)
+        except OSError:
+            pass
+        try:
+            os.close(self.jobs)
+        except OSError:
+            pass
+        pause = 0.00005
+        t_end = time.monotonic() + self.limits.grace_ms / 1000.0
+        while True:
+            try:
+                wpid, status, _ru = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if wpid:
+                break
+            if time.monotonic() > t_end:
+                _kill(self.pid, signal.SIGKILL)
+                wpid, status, _ru = os.wait4(self.pid, 0)
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+        if os.WIFSIGNALED(status):
+            try:
+                out.signal = signal.Signals(os.WTERMSIG(status)).name
+            except ValueError:
+                out.signal = str(os.WTERMSIG(status))
+        elif os.WIFEXITED(status):
+            out.exit_code = os.WEXITSTATUS(status)
+
+    def close(self):
+        if not self.dead:
+            self.dead = True
+            _kill(self.pid, signal.SIGKILL)
+            self._reap(Outcome(), time.monotonic())
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _runner_child(handler, limits, jobs_fd, msg_fd):
+    import builtins
+    import threading
+    ctx = Context(msg_fd, limits)
+    _child_setup(ctx, limits, keep=(jobs_fd,))
+    # Long-lived: the per-job CPU limit is ITIMER_PROF; RLIMIT_CPU only
+    # backstops the runner's whole life.
+    _setrlimit(resource.RLIMIT_CPU, 3600, 3601)
+    base_modules = len(sys.modules)
+    base_builtins = list(map(id, builtins.__dict__.values()))
+    base_cwd = os.getcwd()
+    base_rss = _rss_bytes()
+    reader = os.fdopen(jobs_fd, "rb", buffering=1 << 16)
+    while True:
+        head = reader.readline()
+        if not head:
+            return
+        payload = reader.readline().rstrip(b"\n")
+        spec = json.loads(head)
+        ctx.limits = Limits(wall_ms=spec["wall_ms"], cpu_ms=spec["cpu_ms"], memory_mb=limits.memory_mb,
+                            output_bytes=spec["output_bytes"], allow_writes=spec["allow_writes"])
+        ctx.stdout = _Capture(ctx, "stdout", spec["output_bytes"])
+        ctx.stderr = _Capture(ctx, "stderr", spec["output_bytes"])
+        sys.stdout = ctx.stdout
+        sys.stderr = ctx.stderr
+        ctx.on_limit = None
+        ctx.on_exit = None
+        signal.setitimer(signal.ITIMER_PROF, max(0.001, spec["cpu_ms"] / 1000.0))
+        try:
+            handler(ctx, payload)
+        except MemoryError:
+            ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
+        except BaseException as e:  # noqa: B902 - report; the runner then leaves
+            ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (type(e).__name__, e)}).encode())
+            ctx.send(b"Q", b"")
+            return
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        clean = (len(sys.modules) == base_modules and threading.active_count() == 1
+                 and list(map(id, builtins.__dict__.values())) == base_builtins
+                 and os.getcwd() == base_cwd and _rss_bytes() < base_rss + (128 << 20))
+        if not clean:
+            ctx.send(b"Q", b"")
+            return
+        ctx.send(b"K", b"")
 
 
 def _kill(pid, sig):

@@ -20,6 +20,7 @@ import dis
 import importlib
 import json
 import threading
+from json import dumps as _json_dumps, loads as _json_loads
 import os
 import sys
 import time
@@ -309,7 +310,7 @@ class Recorder:
                 "cpuMs": round((time.process_time() - self.cpu_started) * 1000.0, 3),
             },
         }
-        self.ctx.send(b"R", json.dumps(final).encode())
+        self.ctx.send(b"R", _json_dumps(final).encode())
 
 
 # -- backends --------------------------------------------------------------
@@ -370,7 +371,7 @@ class SettraceBackend:
     def _fail(self, e):
         if isinstance(e, MemoryError):
             self.rec.limit("memory", "the run used more than %d MB" % self.rec.limits["memoryMb"])
-        self.rec.ctx.send(b"E", json.dumps({"code": "tracer_internal", "message": "tracer failed: %s: %s\n%s" % (
+        self.rec.ctx.send(b"E", _json_dumps({"code": "tracer_internal", "message": "tracer failed: %s: %s\n%s" % (
             type(e).__name__, e, traceback.format_exc())}).encode())
         _hard_exit()
 
@@ -574,6 +575,8 @@ def _line_table(code):
 
 
 def _all_codes(code):
+    if code is None:
+        return []
     out = [code]
     for c in code.co_consts:
         if hasattr(c, "co_code"):
@@ -652,6 +655,7 @@ class Job:
         self.cwd = cwd
         self.entry_code = entry_code
         self.display = display
+        self.modname = None
         self.limits = resolve_limits(params.get("limits"))
         backend = params.get("backend") or default_backend()
         if backend == "monitoring" and not _HAS_MONITORING:
@@ -718,6 +722,7 @@ def run_in_child(job: Job, ctx) -> None:
         mod.__dict__.update(ns)
         ns = mod.__dict__
         sys.modules[modname] = mod
+        job.modname = modname
         try:
             exec(job.code, ns)  # module body: defines the entry, not traced
         except BaseException as e:  # noqa: B902
@@ -772,7 +777,7 @@ def run_in_child(job: Job, ctx) -> None:
         outcome = _raised_outcome(rec, e)
     else:
         stop()
-        outcome = {"kind": "returned", "value": json.loads(rec.enc.encode(value)[0])}
+        outcome = {"kind": "returned", "value": _json_loads(rec.enc.encode(value)[0])}
     if job.kind == "script" and outcome["kind"] == "returned":
         outcome["value"] = {"repr": "None", "type": "NoneType", "literal": True}
     rec.finish(outcome, backend.name)
@@ -826,6 +831,61 @@ def trace(params: dict, sandbox_limits=None) -> dict:
     return json.loads(data.decode())
 
 
+# Names through which a program could reach state shared with later jobs
+# (modules, builtins, frames, other objects' internals). A `call` job whose
+# code uses none of them, and imports nothing, cannot change the interpreter
+# for the next job, so it may run in a reused child (sandbox.Runner).
+_SHARING_NAMES = frozenset([
+    "__import__", "exec", "eval", "compile", "globals", "locals", "vars", "getattr", "setattr", "delattr",
+    "open", "input", "breakpoint", "exit", "quit", "help", "copyright", "credits", "license", "__builtins__",
+    "__subclasses__", "__globals__", "__code__", "__closure__", "__self__", "__func__", "__bases__", "__base__",
+    "__mro__", "mro", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame",
+    "ag_frame", "tb_frame", "tb_next", "__traceback__", "__loader__", "__spec__", "__getattribute__",
+    "__setattr__", "__delattr__", "__init_subclass__", "__set_name__", "__del__", "__reduce__", "__reduce_ex__",
+    "__class_getitem__", "__defaults__", "__kwdefaults__", "memoryview",
+])
+
+
+def reusable(job: Job) -> bool:
+    """Whether the job may run in a reused child (see _SHARING_NAMES)."""
+    if job.kind != "call" or "import" in job.source or "import" in job.entry.get("expr", ""):
+        return False
+    for code in _all_codes(job.code) + _all_codes(job.entry_code):
+        if not _SHARING_NAMES.isdisjoint(code.co_names):
+            return False
+    return True
+
+
+_RUNNERS = {}  # memory MB -> sandbox.Runner
+
+
+def _runner_handler(ctx, payload: bytes) -> None:
+    params = json.loads(payload)
+    try:
+        job = prepare(params)
+    except JobError as e:
+        ctx.send(b"X", _json_dumps({"code": e.code, "message": e.message}).encode())
+        return
+    before = len(sys.modules)
+    run_in_child(job, ctx)
+    if len(sys.modules) == before + 1:  # the job's own module, registered for its run
+        sys.modules.pop(job.modname, None)
+
+
+def _run_reused(params: dict, slimits):
+    from . import sandbox
+    payload = json.dumps(params).encode()
+    for _attempt in range(2):
+        runner = _RUNNERS.get(slimits.memory_mb)
+        if runner is None or runner.dead:
+            runner = _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
+        out = runner.call(payload, slimits)
+        if out.messages or not runner.dead:
+            return out
+        # the runner was gone before the job started: once more, fresh
+    return out
+
+
 def trace_bytes(params: dict) -> bytes:
     """Runs one trace job; returns the Trace JSON text (bytes)."""
     from . import sandbox
@@ -835,7 +895,14 @@ def trace_bytes(params: dict) -> bytes:
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
         output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
         allow_network=False)
-    out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
+    if params.get("reuse", True) and reusable(job):
+        out = _run_reused(params, slimits)
+        x = out.last(b"X")
+        if x is not None:
+            d = json.loads(x.decode())
+            raise JobError(d["code"], d["message"])
+    else:
+        out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
     err = out.last(b"E")
     final = out.last(b"R")
     if final is None and err is not None:
@@ -860,7 +927,8 @@ def trace_bytes(params: dict) -> bytes:
             "stats": {"events": nsteps, "wallMs": round(out.wall_ms, 3)},
         }
     fin["stats"]["wallMs"] = round(out.wall_ms, 3)
-    fin["stats"]["cpuMs"] = round(out.cpu_ms, 3)
+    if out.cpu_ms:
+        fin["stats"]["cpuMs"] = round(out.cpu_ms, 3)
     if out.peak_kb:
         fin["stats"]["peakMemoryKb"] = out.peak_kb
     head = {

@@ -19,6 +19,7 @@ at stderr so a stray print (ours or a library's) cannot corrupt it.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -77,7 +78,10 @@ def handle(line: bytes) -> bytes:
     """One request line → one response line (bytes, with newline)."""
     rid = None
     try:
-        req = json.loads(line)
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            raise OpError("protocol", "bad request line: %s" % e)
         if not isinstance(req, dict):
             raise OpError("protocol", "a request must be a JSON object")
         rid = req.get("id")
@@ -90,8 +94,6 @@ def handle(line: bytes) -> bytes:
         return (json.dumps({"id": rid, "ok": True, "result": result}) + "\n").encode()
     except OpError as e:
         err = {"code": e.code, "message": e.message}
-    except ValueError as e:
-        err = {"code": "protocol", "message": "bad request line: %s" % e}
     except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
         err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())}
     return (json.dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
@@ -103,6 +105,11 @@ def main() -> int:
     sys.stdout = sys.stderr
     out = os.fdopen(proto, "wb", buffering=0)
     _register_optional_ops()
+    # Everything imported so far is shared by every forked child: keep the
+    # collector from touching (and so copying) those pages in each child.
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()

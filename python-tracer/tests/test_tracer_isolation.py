@@ -202,3 +202,54 @@ class BadValues(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReusedChildren(unittest.TestCase):
+    """Jobs that cannot reach shared state run in a reused child; the rest are
+    forked fresh. Either way no job can change what the next one sees."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
+
+    def test_which_jobs_may_share_a_child(self):
+        from execverify import tracer
+
+        def ok(src, expr="f()"):
+            return tracer.reusable(tracer.prepare({"source": src, "entry": {"kind": "call", "expr": expr}}))
+        self.assertTrue(ok("def f():\n    return sorted([3, 1])\n"))
+        self.assertTrue(ok("class A:\n    def m(self):\n        return type(self).__name__\ndef f():\n    return A().m()\n"))
+        self.assertFalse(ok("import json\ndef f():\n    return 1\n"))
+        self.assertFalse(ok("def f():\n    return __import__('os')\n"))
+        self.assertFalse(ok("def f():\n    return globals()\n"))
+        self.assertFalse(ok("def f(o):\n    return getattr(o, 'x')\n", "f(1)"))
+        self.assertFalse(ok("def f():\n    return print.__self__\n"))
+        self.assertFalse(ok("def f():\n    return (lambda: 0).__globals__\n"))
+
+    def test_a_job_that_changes_a_module_does_not_change_the_next_job(self):
+        t1 = self.w.trace("import json\ndef f():\n    json.dumps = None\n    return 1\n")
+        self.assertEqual(t1["outcome"]["value"]["repr"], "1")
+        t2 = self.w.trace("import json\ndef f():\n    return json.dumps([1])\n")
+        self.assertEqual(t2["outcome"]["value"]["repr"], "'[1]'")
+
+    def test_a_job_that_changes_builtins_does_not_change_the_next_job(self):
+        t1 = self.w.trace("import builtins\ndef f():\n    builtins.len = lambda x: 42\n    return len([])\n")
+        self.assertEqual(t1["outcome"]["value"]["repr"], "42")
+        t2 = self.w.trace("def f():\n    return len([1, 2])\n")
+        self.assertEqual(t2["outcome"]["value"]["repr"], "2")
+
+    def test_many_pure_jobs_in_a_row_stay_correct(self):
+        for i in range(20):
+            t = self.w.trace("def f(n):\n    out = []\n    for i in range(n):\n        out.append(i * i)\n    return out\n",
+                             "f(%d)" % i)
+            self.assertEqual(t["outcome"]["value"]["repr"], repr([k * k for k in range(i)]))
+            self.assertEqual(t["stdout"]["text"], "")
+
+    def test_output_of_one_job_never_leaks_into_the_next(self):
+        self.w.trace("def f():\n    print('first')\n")
+        t = self.w.trace("def f():\n    print('second')\n")
+        self.assertEqual(t["stdout"]["text"], "second\n")

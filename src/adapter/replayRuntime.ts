@@ -82,6 +82,8 @@ interface Breakpoint {
   hit?: (n: number) => boolean;
   /** Per run: 1 condition true, 2 false, 0 not evaluated yet. */
   conditionCache?: Uint8Array;
+  /** counts[k]: runs 0..k where the condition held; valid for k < filled. */
+  conditionPrefix?: { counts: Int32Array; filled: number };
   warned?: boolean;
 }
 
@@ -421,12 +423,17 @@ export class ReplayRuntime extends EventEmitter<ReplayRuntimeEvents> {
   private triggers(bp: Breakpoint, k: number): boolean {
     if (bp.condition && !this.conditionHolds(bp, k)) return false;
     if (!bp.hit) return true;
-    let n = k + 1;
-    if (bp.condition) {
-      n = 0;
-      for (let m = 0; m <= k; m++) if (this.conditionHolds(bp, m)) n++;
+    return bp.hit(bp.condition ? this.conditionHitsUpTo(bp, k) : k + 1);
+  }
+
+  /** How many of runs 0..k satisfied the condition (prefix counts, extended lazily). */
+  private conditionHitsUpTo(bp: Breakpoint, k: number): number {
+    const prefix = (bp.conditionPrefix ??= { counts: new Int32Array(bp.runs.length), filled: 0 });
+    for (let m = prefix.filled; m <= k; m++) {
+      prefix.counts[m] = (m > 0 ? prefix.counts[m - 1]! : 0) + (this.conditionHolds(bp, m) ? 1 : 0);
     }
-    return bp.hit(n);
+    prefix.filled = Math.max(prefix.filled, k + 1);
+    return prefix.counts[k]!;
   }
 
   private conditionHolds(bp: Breakpoint, k: number): boolean {

@@ -107,7 +107,9 @@ export class EngineServer {
     c.onInitialized(() => {
       this.settingsLoaded = this.refreshSettings(undefined);
     });
-    c.onDidChangeConfiguration((p) => void this.refreshSettings(p.settings));
+    c.onDidChangeConfiguration((p) => {
+      this.settingsLoaded = this.refreshSettings(p.settings);
+    });
     c.onCodeLens((p) => this.codeLenses(p.textDocument.uri));
     c.languages.inlayHint.on((p) => this.inlayHints(p.textDocument.uri, p.range.start.line, p.range.end.line));
 

@@ -124,6 +124,7 @@ test('a wrong prediction is revealed when the debugger steps on, with the real l
   const row = data.rows.find((r) => r.step === step)!;
   assert.equal(row.verdict?.ok, false);
   assert.equal(row.prediction?.nextLine, 5);
+  await server.connection.sendNotification('execverify/stepChanged', { runId, step: 0, ended: true });
 });
 
 test('with reveal set to "immediately" (a settings change), the verdict comes with the prediction', async () => {
@@ -132,7 +133,6 @@ test('with reveal set to "immediately" (a settings change), the verdict comes wi
   await server.connection.sendNotification('workspace/didChangeConfiguration', { settings: {} });
   try {
     reply = nextStepModel(3, { total: ['0', 'int'], xs: ['[1, 2, 4]', 'list'] });
-    await new Promise((r) => setTimeout(r, 100)); // the server re-reads the settings
     await request('execverify/predict', { runId, step: stepOf(rows, 2) });
     const verdict = await waitFor(() => lastInline().find((i) => i.kind === 'verdict'), 'the verdict without stepping');
     assert.equal(verdict.ok, true);
@@ -186,8 +186,9 @@ test('an endpoint that is down is an endpoint_down error naming the URL', async 
   try {
     await down.open(file, source);
     const run = TraceResultSchema.parse(await down.connection.sendRequest('execverify/trace', { uri, entry: 'total_even([2])' }));
-    await assert.rejects(down.connection.sendRequest('execverify/predict', { runId: run.runId, step: 1 }), (e: Error & { data?: { code: string } }) => {
-      assert.equal(e.data?.code, 'endpoint_down');
+    const rows = PanelDataSchema.parse(await down.connection.sendRequest('execverify/panel', { runId: run.runId })).rows;
+    await assert.rejects(down.connection.sendRequest('execverify/predict', { runId: run.runId, step: stepOf(rows, 2) }), (e: Error & { data?: { code: string } }) => {
+      assert.equal(e.data?.code, 'endpoint_down', e.message);
       assert.match(e.message, /127\.0\.0\.1:9/);
       return true;
     });

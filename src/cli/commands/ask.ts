@@ -189,22 +189,26 @@ export const askCommand: Command = {
 
       const judge = new JudgeClient(pool);
       const rewards: number[][] = [];
+      let right = 0;
+      let judged = 0;
+      // All prompts go out at once (the client's concurrency limit applies); results print in order.
+      const replies = await Promise.allSettled(prompts.map((rendered) => provider.answer(answerRequest(rendered, decoded, { samples, signal: io.signal }))));
       for (const [p, rendered] of prompts.entries()) {
         io.stdout.write(`\nprompt ${p + 1}/${prompts.length} (${rendered.questions.length} question${rendered.questions.length === 1 ? '' : 's'})\n`);
         if (values['show-prompt']) {
           const text = rendered.prompt.kind === 'chat' ? rendered.prompt.messages.map((m) => `[${m.role}]\n${m.content}`).join('\n') : rendered.prompt.text;
           io.stdout.write(`${text.replace(/^/gm, '  | ')}\n`);
         }
-        let reply;
-        try {
-          reply = await provider.answer(answerRequest(rendered, decoded, { samples, signal: io.signal }));
-        } catch (err) {
+        const settled = replies[p]!;
+        if (settled.status === 'rejected') {
+          const err: unknown = settled.reason;
           if (err instanceof ModelError) {
             io.stderr.write(`execverify ask: ${provider.info.label}: ${err.message}\n`);
             return 1;
           }
           throw err;
         }
+        const reply = settled.value;
         const truth = toGroundTruth(rendered.questions, rendered.format);
         const perSample: number[] = [];
         for (const [s, sample] of reply.samples.entries()) {
@@ -212,6 +216,8 @@ export const askCommand: Command = {
           if (values['show-response']) io.stdout.write(`${sample.text.replace(/^/gm, '  > ')}\n`);
           const reward = await judge.reward(truth, sample.text, undefined, io.signal);
           perSample.push(reward.reward);
+          judged += reward.breakdown.length;
+          right += reward.breakdown.filter((b) => b.verdict.correct).length;
           printReward(io, rendered.questions, reward);
         }
         rewards.push(perSample);
@@ -219,7 +225,9 @@ export const askCommand: Command = {
 
       const all = rewards.flat();
       const mean = all.reduce((a, b) => a + b, 0) / Math.max(1, all.length);
-      io.stdout.write(`\nsummary: mean R ${mean.toFixed(2)} (max 2) over ${all.length} answer${all.length === 1 ? '' : 's'} from ${provider.info.kind === 'baseline' ? 'the baseline' : provider.info.label}\n`);
+      io.stdout.write(
+        `\nsummary: ${right}/${judged} answers right; mean R ${mean.toFixed(2)} (max 2) over ${all.length} response${all.length === 1 ? '' : 's'} from ${provider.info.kind === 'baseline' ? 'the baseline' : provider.info.label}\n`,
+      );
       if (provider.info.kind === 'model') io.stdout.write(`model usage: ${formatRunStats(provider.stats())}\n`);
       return 0;
     } finally {
