@@ -74,6 +74,15 @@ class JobError(Exception):
         self.message = message
 
 
+class _RawJSON:
+    """A value already encoded as JSON text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+
 class _Stop(BaseException):
     """Internal: unwinds out of the traced run (never seen by user code)."""
 
@@ -310,7 +319,16 @@ class Recorder:
                 "cpuMs": round((time.process_time() - self.cpu_started) * 1000.0, 3),
             },
         }
-        self.ctx.send(b"R", _json_dumps(final).encode())
+        value = outcome.get("value")
+        if isinstance(value, _RawJSON):
+            final["outcome"] = {"kind": outcome["kind"]}
+            text = _json_dumps(final)
+            marker = '"outcome": {"kind": %s}' % _json_dumps(outcome["kind"])
+            text = text.replace(marker, '"outcome": {"kind": %s, "value": %s}' % (
+                _json_dumps(outcome["kind"]), value.text), 1)
+        else:
+            text = _json_dumps(final)
+        self.ctx.send(b"R", text.encode())
 
 
 # -- backends --------------------------------------------------------------
@@ -777,9 +795,11 @@ def run_in_child(job: Job, ctx) -> None:
         outcome = _raised_outcome(rec, e)
     else:
         stop()
-        outcome = {"kind": "returned", "value": _json_loads(rec.enc.encode(value)[0])}
+        # kept as JSON text: parsing it here would run the stdlib json decoder,
+        # which the program may have broken (e.g. by rebinding builtins.len)
+        outcome = {"kind": "returned", "value": _RawJSON(rec.enc.encode(value)[0])}
     if job.kind == "script" and outcome["kind"] == "returned":
-        outcome["value"] = {"repr": "None", "type": "NoneType", "literal": True}
+        outcome["value"] = _RawJSON('{"repr":"None","type":"NoneType","literal":true}')
     rec.finish(outcome, backend.name)
 
 

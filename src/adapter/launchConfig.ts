@@ -57,8 +57,9 @@ export function parseLaunchConfig(raw: unknown): { ok: true; config: LaunchConfi
 
 /** The record request for a validated config, resolving paths against `cwd` (or the program's folder). */
 export function toRecordRequest(config: LaunchConfig, baseDir: string): RecordRequest {
-  const program = path.resolve(config.cwd ?? baseDir, config.program!);
-  const cwd = path.resolve(baseDir, config.cwd ?? path.dirname(program));
+  const configuredCwd = config.cwd !== undefined ? path.resolve(baseDir, config.cwd) : undefined;
+  const program = path.resolve(configuredCwd ?? baseDir, config.program!);
+  const cwd = configuredCwd ?? path.dirname(program);
   const entry: Entry = config.entry ? { kind: 'call', expr: config.entry } : { kind: 'script', args: config.args ?? [] };
   return {
     program,

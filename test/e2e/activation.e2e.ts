@@ -59,8 +59,7 @@ describe('activation in code-server', { timeout: 240_000 }, () => {
       if (w === 'false' || /^debugType == execverify\b/.test(w) || /^inDebugMode\b/.test(w)) return false;
       return undefined; // a clause this test does not evaluate
     };
-    const shown = await paletteEntries(wb.page, 'ExecVerify');
-    await wb.shot('02-command-palette');
+    const shown = await paletteEntries(wb.page, 'ExecVerify', () => wb.shot('02-command-palette'));
     let checked = 0;
     for (const c of contributed) {
       const expected = expectShown(c.command);

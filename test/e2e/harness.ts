@@ -257,7 +257,7 @@ export async function runCommand(page: Page, title: string): Promise<void> {
 }
 
 /** Lists command-palette entries whose label contains `text`. */
-export async function paletteEntries(page: Page, text: string): Promise<string[]> {
+export async function paletteEntries(page: Page, text: string, whileOpen?: () => Promise<unknown>): Promise<string[]> {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input[type="text"]').first();
   await input.waitFor({ state: 'visible', timeout: 15_000 });
@@ -265,6 +265,7 @@ export async function paletteEntries(page: Page, text: string): Promise<string[]
   const rows = page.locator('.quick-input-list .monaco-list-row');
   await rows.first().waitFor({ timeout: 15_000 }).catch(() => undefined);
   const labels = await rows.locator('.label-name').allTextContents();
+  await whileOpen?.();
   await input.press('Escape');
   return labels.map((l) => l.trim());
 }

@@ -9,6 +9,14 @@ cd "$(dirname "$0")/../.."
 started=$(date +%s)
 say() { echo "e2e: $*" >&2; }
 
+# One run at a time per checkout: runs share execverify.vsix and artifacts/e2e.
+mkdir -p .e2e
+exec 9>.e2e/run.lock
+if ! flock -n 9; then
+  say "another end-to-end run is in progress; waiting for it"
+  flock 9
+fi
+
 E2E_ROOT=$(mktemp -d /tmp/execverify-e2e.XXXXXX)
 E2E_PIDS_FILE="$E2E_ROOT/pids"
 E2E_ARTIFACTS="$PWD/artifacts/e2e"
@@ -55,7 +63,7 @@ E2E_EXTENSIONS_DIR="$E2E_ROOT/extensions"
 mkdir -p "$E2E_EXTENSIONS_DIR" "$E2E_ARTIFACTS"
 rm -rf "$E2E_ARTIFACTS"/*.png "$E2E_ARTIFACTS/logs"
 node "$E2E_CODE_SERVER" --extensions-dir "$E2E_EXTENSIONS_DIR" --user-data-dir "$E2E_ROOT/install-user-data" \
-  --install-extension "$PWD/execverify.vsix" --force >"$E2E_ROOT/install.log" 2>&1 \
+  --install-extension "$PWD/execverify.vsix" --force >"$E2E_ROOT/install.log" 2>&1 9>&- \
   || { cat "$E2E_ROOT/install.log" >&2; exit 1; }
 ls "$E2E_EXTENSIONS_DIR" | grep -q '^execverify\.execverify-' || { cat "$E2E_ROOT/install.log" >&2; say "the .vsix did not install"; exit 1; }
 
@@ -64,4 +72,5 @@ export E2E_ROOT E2E_PIDS_FILE E2E_ARTIFACTS E2E_CODE_SERVER E2E_EXTENSIONS_DIR
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(test/e2e/*.e2e.ts)
 say "running ${#files[@]} file(s)"
-node --import tsx --test --test-concurrency=1 --test-reporter=tap "${files[@]}"
+# 9>&-: the lock is not inherited by the processes the suite starts.
+node --import tsx --test --test-concurrency=1 --test-reporter=tap "${files[@]}" 9>&-

@@ -447,6 +447,12 @@ test('the API key is sent as a bearer token and redacted from error messages', a
   assert.ok(!err.message.includes(key), err.message);
   assert.ok(!JSON.stringify(c).includes(key));
   assert.ok(!JSON.stringify(c.config).includes(key));
+  // Streams go through the SDK: same header, and no platform fingerprint headers.
+  server.setScript(() => ({ text: 'streamed' }));
+  await collect(c.stream({ prompt: ask }));
+  const streamed = server.requests.at(-1)!.headers;
+  assert.equal(streamed.authorization, `Bearer ${key}`);
+  assert.deepEqual(Object.keys(streamed).filter((h) => h.startsWith('x-stainless')), []);
   c.close();
 });
 

@@ -1,4 +1,5 @@
 // parseTrace (the fast validator) accepts and rejects exactly what TraceSchema does.
+/* eslint-disable @typescript-eslint/no-explicit-any -- the mutations poke at arbitrary JSON on purpose */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TracerPool } from '../../src/engine/trace/runner';

@@ -15,7 +15,8 @@ import { buildRequestBody, parseCompletionResponse } from './wire';
 export interface BatchItem {
   /** Unique within the file; how results find their question set again. */
   customId: string;
-  request: Pick<CompletionRequest, 'prompt' | 'samples' | 'sampling' | 'output'>;
+  /** templateVersion is not sent; it keys the answers when they are stored in the cache. */
+  request: Pick<CompletionRequest, 'prompt' | 'samples' | 'sampling' | 'output' | 'templateVersion'>;
 }
 
 export const BatchRequestLineSchema = z.object({

@@ -18,6 +18,7 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { Accounting, type RunStats } from './accounting';
+import type { BatchImport, BatchItem } from './batch';
 import { cacheKey, type CacheEntry, type ResponseCache } from './cache';
 import {
   describeEndpoint,
@@ -337,6 +338,36 @@ export class ModelClient {
       this.accounting.failure();
       throw err;
     }
+  }
+
+  /**
+   * Stores imported batch results in the response cache under the keys the
+   * same online requests would have, so a harvest or evaluation run after an
+   * offline batch costs no requests. `items` are the ones the batch file was
+   * written from (with this client's settings). Returns how many were stored.
+   */
+  async storeBatchResults(items: readonly BatchItem[], imported: BatchImport): Promise<number> {
+    if (!this.#cache) return 0;
+    let stored = 0;
+    for (const item of items) {
+      const result = imported.results.get(item.customId);
+      if (!result) continue;
+      const request: CompletionRequest = { ...item.request };
+      const k = request.samples ?? this.config.n;
+      if (result.samples.length < k) continue; // a server that ignored n: not the answer an online call gives
+      const sampling = this.#sampling(request.sampling);
+      await this.#cache.put({
+        format: 'execverify.model-cache/1',
+        key: this.#cacheKey(request, k, sampling),
+        model: result.model || this.config.model,
+        samples: result.samples.slice(0, k).map((s) => ({ text: s.text, finishReason: s.finishReason })),
+        usage: result.usage,
+        structured: request.output && this.config.structuredOutput !== 'off' ? 'json_schema' : 'text',
+        createdAt: new Date().toISOString(),
+      });
+      stored++;
+    }
+    return stored;
   }
 
   // ---- samples -----------------------------------------------------------
