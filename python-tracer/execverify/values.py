@@ -195,7 +195,9 @@ class Encoder:
         stable = t is tuple or t is frozenset
         flat = False
         # Fast path: a flat container of plain atoms is repr'd by C, exactly.
-        if n <= 256:
+        # Past limit//2+2 elements the repr is surely cut: only a prefix is
+        # looked at (_big_flat).
+        if n <= 256 or n <= limit // 2 + 2:
             if t is dict:
                 kinds = set(map(type, v))
                 kinds.update(map(type, v.values()))

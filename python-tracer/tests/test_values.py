@@ -61,6 +61,13 @@ class Reprs(unittest.TestCase):
         nested = [list(range(1000))] * 3
         self.assertEqual(enc(nested, repr_chars=60)["repr"], repr(nested)[:60] + "...")
 
+    def test_a_container_that_fits_the_bound_is_never_marked_cut(self):
+        t = tuple(range(450))
+        e = enc(t, repr_chars=100000)
+        self.assertEqual((e["repr"], e["literal"], e.get("truncated")), (repr(t), True, None))
+        s = set(range(300))
+        self.assertEqual(enc(s, repr_chars=5000)["repr"], repr(s))
+
     def test_children_are_bounded(self):
         e = enc(list(range(100)), container_items=5)
         self.assertEqual([c["repr"] for c in e["items"]], ["0", "1", "2", "3", "4"])

@@ -7,7 +7,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { z } from 'zod';
 import { batchRequestLines, BatchRequestLineSchema, parseBatchResults, readBatchResults, writeBatchFile, type BatchItem } from '../../src/engine/model/batch';
+import { MemoryCache } from '../../src/engine/model/cache';
+import { ModelClient } from '../../src/engine/model/client';
 import { chatPrompt, textPrompt } from '../../src/engine/model/prompt';
+import { startOpenAIServer } from '../support/openai-server';
 
 const items: BatchItem[] = [
   { customId: 'rec-1', request: { prompt: chatPrompt([{ role: 'user', content: 'f(1)?' }]) } },
@@ -116,4 +119,27 @@ test('structured answers in results are validated per custom_id', async () => {
   assert.deepEqual(imported.results.get('a')!.samples[0]!.parsed, { ok: true, value: { next_line: 4 } });
   assert.equal(imported.results.get('b')!.samples[0]!.parsed!.ok, false);
   await fs.rm(dir, { recursive: true, force: true });
+});
+
+test('imported batch results fill the cache, so the same online requests cost nothing', async () => {
+  const server = await startOpenAIServer({ script: (req) => ({ text: (req.body!.messages as { content: string }[])[0]!.content.replace('?', '!'), choices: Number(req.body!.n ?? 1) }) });
+  const cache = new MemoryCache();
+  const client = new ModelClient({ baseURL: server.url, model: 'm', temperature: 0 }, { cache });
+  const batch: BatchItem[] = items.map((i) => ({ ...i, request: { ...i.request, templateVersion: 'execverify@1' } }));
+  // What an offline runner (vLLM run_batch, the Batch API) does: send each body, write a result line.
+  const results: string[] = [];
+  for (const line of batchRequestLines(client.config, batch)) {
+    const res = await fetch(`${server.url}${line.url.replace(/^\/v1/, '')}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(line.body) });
+    results.push(JSON.stringify({ id: `r-${line.custom_id}`, custom_id: line.custom_id, response: { status_code: res.status, body: await res.json() }, error: null }));
+  }
+  const imported = parseBatchResults(results.reverse().join('\n'), { api: 'chat', expected: batch.map((b) => b.customId) });
+  assert.equal(await client.storeBatchResults(batch, imported), 2);
+  server.resetStats();
+  const online = await client.complete(batch[1]!.request);
+  assert.equal(online.cached, true);
+  assert.equal(online.samples.length, 4);
+  assert.equal(online.samples[0]!.text, 'f(2)!');
+  assert.equal(server.stats.requests, 0);
+  client.close();
+  await server.close();
 });
