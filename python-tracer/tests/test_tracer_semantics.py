@@ -424,5 +424,27 @@ def tracer_trace_script(src, args):
     return tracer.trace({"source": src, "path": "script.py", "entry": {"kind": "script", "args": args}})
 
 
+
+class TracerFailures(unittest.TestCase):
+    def test_a_failure_inside_the_tracer_is_reported_never_silent(self):
+        from execverify import tracer
+        original = tracer.Recorder.diff
+
+        def broken(self, fs, frame):
+            if self.n >= 3:
+                raise KeyError("tracer bug")
+            return original(self, fs, frame)
+        tracer.Recorder.diff = broken
+        try:
+            with self.assertRaises(tracer.JobError) as cm:
+                # forked children inherit the broken recorder
+                tracer.trace({"source": "def f():\n    a = 1\n    b = 2\n    return a + b\n",
+                              "entry": {"kind": "call", "expr": "f()"}, "reuse": False})
+            self.assertEqual(cm.exception.code, "tracer_internal")
+            self.assertIn("tracer bug", cm.exception.message)
+        finally:
+            tracer.Recorder.diff = original
+
+
 if __name__ == "__main__":
     unittest.main()

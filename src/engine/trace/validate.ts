@@ -6,10 +6,11 @@
 // the two side by side). zod's recursive ValueSchema costs tens of
 // microseconds per value, which made validation slower than tracing.
 import { z } from 'zod';
-import { EventKindSchema, TraceSchema, type Step, type Trace, type Value } from './schema';
+import { EventKindSchema, LimitKindSchema, TRACE_SCHEMA_VERSION, TraceSchema, type Step, type Trace, type Value } from './schema';
 
 const EnvelopeSchema = TraceSchema.omit({ steps: true }).extend({ steps: z.array(z.unknown()) });
 const EVENTS = new Set<string>(EventKindSchema.options);
+const LIMITS = new Set<string>(LimitKindSchema.options);
 
 export class TraceFormatError extends Error {
   constructor(readonly path: string, expected: string) {
@@ -81,12 +82,79 @@ function checkStep(s: unknown, path: string): void {
   }
 }
 
+function str(o: Record<string, unknown>, k: string, path: string): void {
+  if (typeof o[k] !== 'string') throw new TraceFormatError(`${path}.${k}`, 'string');
+}
+
+function nonNeg(o: Record<string, unknown>, k: string, path: string, optional = false): void {
+  const v = o[k];
+  if (optional && v === undefined) return;
+  if (typeof v !== 'number' || !(v >= 0)) throw new TraceFormatError(`${path}.${k}`, 'a non-negative number');
+}
+
+/** The envelope by hand (the common, valid case); zod names the problem otherwise. */
+function envelopeLooksValid(raw: unknown): boolean {
+  try {
+    if (!isObj(raw)) return false;
+    if (raw.schema !== TRACE_SCHEMA_VERSION) return false;
+    const py = raw.python;
+    if (!isObj(py) || typeof py.version !== 'string' || typeof py.implementation !== 'string') return false;
+    if (py.backend !== 'monitoring' && py.backend !== 'settrace') return false;
+    const e = raw.entry;
+    if (!isObj(e)) return false;
+    if (e.kind === 'call') str(e, 'expr', 'entry');
+    else if (e.kind === 'script') {
+      if (!Array.isArray(e.args) || !e.args.every((a) => typeof a === 'string')) return false;
+    } else if (e.kind === 'function') {
+      str(e, 'target', 'entry');
+      str(e, 'args', 'entry');
+    } else return false;
+    if (!Array.isArray(raw.files) || raw.files.length === 0) return false;
+    for (const f of raw.files) {
+      if (!isObj(f) || typeof f.path !== 'string' || typeof f.source !== 'string') return false;
+    }
+    if (!Array.isArray(raw.steps)) return false;
+    const o = raw.outcome;
+    if (!isObj(o)) return false;
+    if (o.kind === 'returned') checkValue(o.value, 'outcome.value');
+    else if (o.kind === 'raised') {
+      str(o, 'type', 'outcome');
+      str(o, 'message', 'outcome');
+      if (o.line !== null && !isInt(o.line)) return false;
+      if (o.file !== undefined && o.file !== null && !(isInt(o.file) && o.file >= 0)) return false;
+    } else if (o.kind === 'exited') {
+      if (!isInt(o.code)) return false;
+    } else if (o.kind === 'limit') {
+      if (typeof o.limit !== 'string' || !LIMITS.has(o.limit)) return false;
+      str(o, 'message', 'outcome');
+    } else if (o.kind === 'crashed') {
+      str(o, 'message', 'outcome');
+      if (o.exitCode !== null && !isInt(o.exitCode)) return false;
+      if (o.signal !== null && typeof o.signal !== 'string') return false;
+    } else return false;
+    for (const k of ['stdout', 'stderr']) {
+      const st = raw[k];
+      if (!isObj(st) || typeof st.text !== 'string' || typeof st.truncated !== 'boolean') return false;
+    }
+    const stats = raw.stats;
+    if (!isObj(stats) || !(isInt(stats.events) && stats.events >= 0)) return false;
+    nonNeg(stats, 'wallMs', 'stats');
+    nonNeg(stats, 'cpuMs', 'stats', true);
+    nonNeg(stats, 'peakMemoryKb', 'stats', true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Validates a parsed JSON trace; returns it typed. Throws TraceFormatError
  * (or a ZodError for the envelope) naming the first bad field.
  */
 export function parseTrace(raw: unknown): Trace {
-  const env = EnvelopeSchema.parse(raw);
+  // The hand check only accepts what the schema accepts; anything it doubts
+  // goes through zod, which accepts or explains.
+  const env = envelopeLooksValid(raw) ? (raw as z.infer<typeof EnvelopeSchema>) : EnvelopeSchema.parse(raw);
   const steps = env.steps;
   for (let i = 0; i < steps.length; i++) checkStep(steps[i], `steps[${i}]`);
   return { ...env, steps: steps as Step[] };
