@@ -887,9 +887,14 @@ def _runner_handler(ctx, payload: bytes) -> None:
         ctx.send(b"X", _json_dumps({"code": e.code, "message": e.message}).encode())
         return
     before = len(sys.modules)
+    cwd, path = os.getcwd(), list(sys.path)
     run_in_child(job, ctx)
+    # undo what the harness itself set up for this job
     if len(sys.modules) == before + 1:  # the job's own module, registered for its run
         sys.modules.pop(job.modname, None)
+    sys.path[:] = path
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
 
 
 def _run_reused(params: dict, slimits):
@@ -906,23 +911,100 @@ def _run_reused(params: dict, slimits):
     return out
 
 
+def _sandbox_limits(job: Job, params: dict):
+    from . import sandbox
+    lim = job.limits
+    return sandbox.Limits(
+        wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
+        output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
+        allow_network=False)
+
+
 def trace_bytes(params: dict) -> bytes:
     """Runs one trace job; returns the Trace JSON text (bytes)."""
     from . import sandbox
     job = prepare(params)
-    lim = job.limits
-    slimits = sandbox.Limits(
-        wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
-        output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
-        allow_network=False)
+    slimits = _sandbox_limits(job, params)
     if params.get("reuse", True) and reusable(job):
         out = _run_reused(params, slimits)
-        x = out.last(b"X")
-        if x is not None:
-            d = json.loads(x.decode())
-            raise JobError(d["code"], d["message"])
     else:
         out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
+    return _assemble(job, out, slimits)
+
+
+def trace_many_bytes(jobs: list) -> list:
+    """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
+    or the JobError. Consecutive jobs that may share a child are sent to it
+    back to back (sandbox.Runner.call_many), which saves a round trip each."""
+    from . import sandbox
+    results = [None] * len(jobs)
+    prepared = []
+    for k, params in enumerate(jobs):
+        try:
+            job = prepare(params)
+            prepared.append((k, params, job, _sandbox_limits(job, params)))
+        except JobError as e:
+            results[k] = e
+    batch = []
+
+    def flush_batch():
+        if not batch:
+            return
+        slimits = batch[0][3]
+        payloads = [json.dumps(p).encode() for _, p, _, _ in batch]
+        pending = list(range(len(batch)))
+        for _attempt in range(2):
+            runner = _RUNNERS.get(slimits.memory_mb)
+            if runner is None or runner.dead:
+                runner = _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
+            outs = runner.call_many([payloads[i] for i in pending], slimits)
+            left = []
+            for i, out in zip(pending, outs):
+                if out is None:
+                    left.append(i)
+                else:
+                    k, _p, job, lim = batch[i]
+                    results[k] = _assemble_or_error(job, out, lim)
+            pending = left
+            if not pending:
+                break
+        for i in pending:  # twice unlucky: a fresh fork each
+            k, params, job, lim = batch[i]
+            out = sandbox.run_isolated(lambda ctx, job=job: run_in_child(job, ctx), lim)
+            results[k] = _assemble_or_error(job, out, lim)
+        del batch[:]
+
+    for k, params, job, lim in prepared:
+        if params.get("reuse", True) and reusable(job) and (
+                not batch or (batch[0][3].memory_mb == lim.memory_mb and batch[0][3].wall_ms == lim.wall_ms
+                              and batch[0][3].cpu_ms == lim.cpu_ms and batch[0][3].output_bytes == lim.output_bytes
+                              and batch[0][3].allow_writes == lim.allow_writes)):
+            batch.append((k, params, job, lim))
+            continue
+        flush_batch()
+        if params.get("reuse", True) and reusable(job):
+            batch.append((k, params, job, lim))
+            continue
+        out = sandbox.run_isolated(lambda ctx, job=job: run_in_child(job, ctx), lim)
+        results[k] = _assemble_or_error(job, out, lim)
+    flush_batch()
+    return results
+
+
+def _assemble_or_error(job, out, slimits):
+    try:
+        return _assemble(job, out, slimits)
+    except JobError as e:
+        return e
+
+
+def _assemble(job: Job, out, slimits) -> bytes:
+    """The Trace JSON from what the child sent (or how it died)."""
+    from . import sandbox
+    x = out.last(b"X")
+    if x is not None:
+        d = json.loads(x.decode())
+        raise JobError(d["code"], d["message"])
     err = out.last(b"E")
     final = out.last(b"R")
     if final is None and err is not None:

@@ -6,8 +6,12 @@ One request per line on stdin, one response per line on stdout:
     → {"id": 1, "ok": true, "result": {...}}
     → {"id": 1, "ok": false, "error": {"code": "syntax_error", "message": "..."}}
 
+Ops: ping, trace (one job → a Trace), trace_batch ({jobs} → {traces: [Trace |
+{error}]}), plus the judge's ops (judge.register_ops adds them at start-up).
+
 Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
-raise `OpError(code, message)`) and register it with one line in `OPS` below.
+raise `OpError(code, message)`) and register it with one line in `OPS` below
+(or from your module through a `register_ops(ops)` hook like the judge's).
 An op that runs user code must do it through `execverify.sandbox`
 (`run_isolated` / `call_isolated`): the worker itself never runs user code,
 so no job can kill it. An op may instead return `Raw(bytes)` holding the JSON
@@ -57,9 +61,24 @@ def trace(params: dict):
         raise OpError(e.code, e.message)
 
 
+def trace_batch(params: dict):
+    """{"jobs": [trace params, ...]} → {"traces": [Trace | {"error": {code, message}}, ...]}."""
+    jobs = params.get("jobs")
+    if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
+        raise OpError("bad_entry", "trace_batch needs jobs: a list of trace jobs")
+    parts = []
+    for res in tracer.trace_many_bytes(jobs):
+        if isinstance(res, tracer.JobError):
+            parts.append(json.dumps({"error": {"code": res.code, "message": res.message}}).encode())
+        else:
+            parts.append(res)
+    return Raw(b'{"traces":[' + b",".join(parts) + b"]}")
+
+
 OPS = {
     "ping": ping,
     "trace": trace,
+    "trace_batch": trace_batch,
 }
 
 

@@ -89,3 +89,25 @@ class Registry(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Batches(unittest.TestCase):
+    def test_trace_batch_answers_each_job_in_order(self):
+        w = Worker()
+        try:
+            jobs = [{"source": "def f(x):\n    return x * 2\n", "entry": {"kind": "call", "expr": "f(%d)" % i}}
+                    for i in range(5)]
+            jobs.insert(2, {"source": "def f(:\n", "entry": {"kind": "call", "expr": "f()"}})
+            jobs.insert(4, {"source": "def f():\n    while True:\n        pass\n", "entry": {"kind": "call", "expr": "f()"},
+                            "limits": {"steps": 30}})
+            r = w.request("trace_batch", jobs=jobs)
+            self.assertTrue(r["ok"], r)
+            out = r["result"]["traces"]
+            self.assertEqual(len(out), 7)
+            self.assertEqual(out[2]["error"]["code"], "syntax_error")
+            self.assertEqual(out[4]["outcome"]["limit"], "steps")
+            values = [t["outcome"]["value"]["repr"] for k, t in enumerate(out) if k not in (2, 4)]
+            self.assertEqual(values, ["0", "2", "4", "6", "8"])
+            self.assertEqual(w.request("trace_batch", jobs="nope")["error"]["code"], "bad_entry")
+        finally:
+            w.close()

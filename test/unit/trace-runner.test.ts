@@ -170,3 +170,30 @@ test('pythonTracerDir is found from src/, dist/ and an installed layout', () => 
   assert.equal(pythonTracerDir('/ext/dist', (p) => fake.has(p)), '/ext/python-tracer');
   assert.throws(() => pythonTracerDir('/elsewhere/dist', () => false), /python-tracer\/ not found/);
 });
+
+test('traceMany returns one result per job, in order, errors in place', async () => {
+  const crash = 'import os\ndef f():\n    os._exit(2)\n';
+  const results = await pool.traceMany(
+    [
+      { path: SUM, entry: { kind: 'call', expr: 'f([1])' } },
+      { source: 'def f(:\n', entry: { kind: 'call', expr: 'f()' } },
+      { source: crash, entry: { kind: 'call', expr: 'f()' } },
+      ...Array.from({ length: 20 }, (_, i) => ({ path: SUM, entry: { kind: 'call' as const, expr: `f(range(${i}))` } })),
+      { path: SUM, entry: { kind: 'call', expr: 'f(' } },
+    ],
+    undefined,
+    4,
+  );
+  assert.equal(results.length, 24);
+  const first = results[0]!;
+  assert.ok(!(first instanceof Error) && first.outcome.kind === 'returned' && first.outcome.value.repr === '1');
+  assert.ok(results[1] instanceof TracerError && results[1].code === 'syntax_error');
+  const crashed = results[2]!;
+  assert.ok(!(crashed instanceof Error) && crashed.outcome.kind === 'crashed');
+  for (let i = 0; i < 20; i++) {
+    const t = results[3 + i]!;
+    assert.ok(!(t instanceof Error), String(t));
+    assert.equal(t.outcome.kind === 'returned' && t.outcome.value.repr, String((i * (i - 1)) / 2));
+  }
+  assert.ok(results[23] instanceof TracerError && results[23].code === 'bad_entry');
+});

@@ -290,6 +290,51 @@ export class TracerPool {
     return trace.trace;
   }
 
+  /**
+   * Traces many jobs: they go to the workers in batches (op `trace_batch`),
+   * which saves a round trip per job — the way to trace a benchmark or a
+   * harvest. Resolves to one entry per job, in order: its Trace, or the
+   * TracerError that job got (a bad job does not fail the others).
+   */
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 16): Promise<Array<Trace | TracerError>> {
+    const out: Array<Trace | TracerError> = new Array(jobs.length);
+    const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
+    jobs.forEach((job, index) => {
+      const parsed = TraceJobSchema.safeParse(job);
+      if (parsed.success) valid.push({ index, job: parsed.data });
+      else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    });
+    const batches: Array<typeof valid> = [];
+    for (let i = 0; i < valid.length; i += batchSize) batches.push(valid.slice(i, i + batchSize));
+    await Promise.all(
+      batches.map(async (batch) => {
+        const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
+        let raw: unknown;
+        try {
+          raw = await this.request('trace_batch', { jobs: batch.map((b) => b.job) }, signal, wall + this.graceMs);
+        } catch (err) {
+          for (const b of batch) out[b.index] = err as TracerError;
+          return;
+        }
+        const traces = (raw as { traces?: unknown[] }).traces;
+        if (!Array.isArray(traces) || traces.length !== batch.length) {
+          for (const b of batch) out[b.index] = new TracerError('protocol', 'trace_batch answered with the wrong number of traces');
+          return;
+        }
+        batch.forEach((b, k) => {
+          const item = traces[k] as { error?: { code?: string; message?: string } };
+          if (item && typeof item === 'object' && item.error) {
+            out[b.index] = new TracerError(String(item.error.code ?? 'internal'), String(item.error.message ?? ''));
+            return;
+          }
+          const t = safeParseTrace(item);
+          out[b.index] = t.ok ? t.trace : new TracerError('invalid_trace', `the trace does not match ${TRACE_SCHEMA_VERSION}: ${t.error}`);
+        });
+      }),
+    );
+    return out;
+  }
+
   /** Sends any op to a worker (e.g. the judge's ops); the result is unvalidated. */
   request(op: string, params: Record<string, unknown> = {}, signal?: AbortSignal, timeoutMs = 60_000): Promise<unknown> {
     if (this.closed) return Promise.reject(new TracerError('closed', 'the tracer pool is closed'));
