@@ -4,8 +4,7 @@ import { UsageError, parseCommandArgs } from './command';
 
 /** Loaded lazily so `execverify trace` does not pay for the exporters. */
 const commands: Record<string, () => Promise<Command>> = {
-  // name: async () => (await import('./commands/NAME')).nameCommand,
-  trace: async () => (await import('./commands/trace.ts')).traceCommand,
+  trace: async () => (await import('./commands/trace')).traceCommand,
   ask: async () => (await import('./commands/ask')).askCommand,
   eval: async () => (await import('./commands/eval')).evalCommand,
   harvest: async () => (await import('./commands/harvest')).harvestCommand,

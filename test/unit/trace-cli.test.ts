@@ -41,6 +41,13 @@ test('--json prints the Trace with its schema version', async () => {
   assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, '4');
 });
 
+test('--script runs FILE as __main__ with the words after it as arguments', async () => {
+  writeFileSync(join(dir, 'script.py'), 'import sys\nprint(sys.argv[1:])\n');
+  const r = await cli('trace', 'script.py', '--script', 'a', 'b', '--args', 'c');
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /stdout:\n\['c', 'a', 'b'\]\n/);
+});
+
 test('limits are passed through', async () => {
   const r = await cli('trace', 'prog.py', '-e', 'f(range(100))', '--json', '--max-steps', '10');
   const trace = TraceSchema.parse(JSON.parse(r.out));

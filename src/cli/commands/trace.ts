@@ -22,7 +22,7 @@ export const traceCommand: Command = {
   name: 'trace',
   summary: 'Run FILE under the tracer and print every step (or the JSON trace with --json).',
   usage:
-    'execverify trace FILE (--entry "f([1, 2], 3)" | --script [--args A ...] | --function mod:fn [--call-args "1, 2"]) ' +
+    'execverify trace FILE (--entry "f([1, 2], 3)" | --script [ARG ...] | --function mod:fn [--call-args "1, 2"]) ' +
     '[--json] [--python PATH] [--backend monitoring|settrace] ' +
     LIMIT_FLAGS.map(([f]) => `[--${f} N]`).join(' '),
   options: {
@@ -38,7 +38,8 @@ export const traceCommand: Command = {
   },
   async run(values, positionals, io) {
     if (positionals.length === 0 && typeof values.function !== 'string') throw new UsageError('missing FILE to trace');
-    if (positionals.length > 1) throw new UsageError(`one FILE only (got ${positionals.join(', ')})`);
+    // With --script, words after FILE are the script's arguments.
+    if (positionals.length > 1 && values.script !== true) throw new UsageError(`one FILE only (got ${positionals.join(', ')})`);
     const modes = [values.entry !== undefined, values.script === true, values.function !== undefined].filter(Boolean).length;
     if (modes === 0) throw new UsageError('say how to run FILE: --entry "f(1, 2)", --script, or --function mod:fn');
     if (modes > 1) throw new UsageError('use only one of --entry, --script, --function');
@@ -69,7 +70,7 @@ export const traceCommand: Command = {
       job.cwd = path.dirname(abs);
     }
     if (typeof values.entry === 'string') job.entry = { kind: 'call', expr: values.entry };
-    else if (values.script) job.entry = { kind: 'script', args: (values.args as string[] | undefined) ?? [] };
+    else if (values.script) job.entry = { kind: 'script', args: [...((values.args as string[] | undefined) ?? []), ...positionals.slice(1)] };
     else job.entry = { kind: 'function', target: String(values.function), args: String(values['call-args'] ?? '') };
     if (job.entry.kind !== 'script' && values.args !== undefined) throw new UsageError('--args only goes with --script');
     if (values.backend) job.backend = values.backend as 'monitoring' | 'settrace';

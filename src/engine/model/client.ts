@@ -168,7 +168,7 @@ export class ModelClient {
 
   /** The models the server lists (GET /v1/models): a cheap connectivity check. */
   async listModels(signal?: AbortSignal): Promise<string[]> {
-    const page = await this.#attempt((options) => this.#sdk.models.list(options), signal);
+    const page = await this.#attempt((options) => this.#sdk.models.list(options), undefined, signal);
     return z
       .object({ data: z.array(z.object({ id: z.string() })) })
       .parse({ data: page.data })
@@ -375,18 +375,13 @@ export class ModelClient {
   /** k samples: one request with n = k, topped up with single requests when the server gives fewer. */
   async #gather(request: CompletionRequest, k: number, sampling: Sampling, useSchema: boolean): Promise<RawResult> {
     const result: RawResult = { samples: [], promptTokens: 0, completionTokens: 0, model: this.config.model };
-    const add = (r: RawResult, first: boolean) => {
-      result.samples.push(...r.samples);
-      // Every request pays for the prompt again; count it each time.
-      result.promptTokens += r.promptTokens;
-      result.completionTokens += r.completionTokens;
-      if (first) result.model = r.model;
-    };
     if (k === 1 || this.#honoursN !== 'no') {
       const first = await this.#request(this.#body(request, k, sampling, useSchema), request.signal);
       if (k > 1 && this.#honoursN === 'unknown') this.#honoursN = first.samples.length >= k ? 'yes' : 'no';
-      first.samples = first.samples.slice(0, k);
-      add(first, true);
+      if (first.samples.length > k) first.samples = first.samples.slice(0, k);
+      // The common case (the server gave all k): that result is the answer.
+      if (first.samples.length === k) return first;
+      addResult(result, first, true);
     }
     const missing = k - result.samples.length;
     if (missing > 0) {
@@ -397,31 +392,35 @@ export class ModelClient {
           this.#request(this.#body(request, 1, { ...sampling, seed: sampling.seed === undefined ? undefined : sampling.seed + offset + i }, useSchema), request.signal),
         ),
       );
-      more.forEach((r, i) => add({ ...r, samples: r.samples.slice(0, 1) }, result.samples.length === 0 && i === 0));
+      more.forEach((r, i) => addResult(result, { ...r, samples: r.samples.slice(0, 1) }, result.samples.length === 0 && i === 0));
     }
     return result;
   }
 
   async #request(body: Record<string, unknown>, signal: AbortSignal | undefined): Promise<RawResult> {
-    const chat = this.config.api === 'chat';
-    const url = chat ? this.#chatURL : this.#completionsURL;
-    const result = await this.#attempt(async (options) => {
-      const exchange = await this.#transport.postJson(url, JSON.stringify(body), this.#headers, { signal: options.signal, timeoutMs: options.timeout });
-      if (exchange.status < 200 || exchange.status >= 300) {
-        let json: unknown;
-        try {
-          json = JSON.parse(exchange.text);
-        } catch {
-          json = undefined;
-        }
-        throw OpenAI.APIError.generate(exchange.status, json as object | undefined, json === undefined ? exchange.text.slice(0, 500) : undefined, exchange.headers as unknown as Headers);
-      }
-      // A SyntaxError here is classified as a malformed (retryable) answer.
-      return parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model);
-    }, signal);
+    // The body is serialised once, not once per attempt.
+    const result = await this.#attempt(this.#exchange, JSON.stringify(body), signal);
     this.accounting.tokens(result.promptTokens, result.completionTokens);
     return result;
   }
+
+  /** One non-streaming HTTP exchange (created once per client: no closure per request). */
+  readonly #exchange = async (options: { signal?: AbortSignal; timeout: number }, json: string): Promise<RawResult> => {
+    const chat = this.config.api === 'chat';
+    const url = chat ? this.#chatURL : this.#completionsURL;
+    const exchange = await this.#transport.postJson(url, json, this.#headers, { signal: options.signal, timeoutMs: options.timeout });
+    if (exchange.status < 200 || exchange.status >= 300) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(exchange.text);
+      } catch {
+        parsed = undefined;
+      }
+      throw OpenAI.APIError.generate(exchange.status, parsed as object | undefined, parsed === undefined ? exchange.text.slice(0, 500) : undefined, exchange.headers as unknown as Headers);
+    }
+    // A SyntaxError here is classified as a malformed (retryable) answer.
+    return parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model);
+  };
 
   // ---- attempts, retries, timeouts ---------------------------------------
 
@@ -431,15 +430,16 @@ export class ModelClient {
    * SDK's own per-request timeout covers the complete exchange here; `run`
    * gets the options to pass on (the caller's signal and that timeout).
    */
-  async #attempt<T>(run: (options: { signal?: AbortSignal; timeout: number }) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  async #attempt<T, A>(run: (options: { signal?: AbortSignal; timeout: number }, arg: A) => Promise<T>, arg: A, signal: AbortSignal | undefined): Promise<T> {
     const options = signal ? { signal, timeout: this.config.timeoutMs } : { timeout: this.config.timeoutMs };
     for (let retry = 0; ; retry++) {
       let failure: ModelError;
-      const release = await this.#acquire(signal);
+      // A free slot is taken without another promise; otherwise wait in the queue.
+      const release = (!signal?.aborted && this.#limiter.tryAcquire()) || (await this.#acquire(signal));
       this.accounting.request();
       const started = this.#now();
       try {
-        const value = await run(options);
+        const value = await run(options, arg);
         this.accounting.latency(this.#now() - started);
         return value;
       } catch (err) {
@@ -552,7 +552,8 @@ export class ModelClient {
 
   #sampling(overrides: Sampling | undefined): Sampling {
     const c = this.config;
-    return { temperature: c.temperature, topP: c.topP, maxTokens: c.maxTokens, seed: c.seed, stop: c.stop, ...stripUndefined(overrides ?? {}) };
+    const base = { temperature: c.temperature, topP: c.topP, maxTokens: c.maxTokens, seed: c.seed, stop: c.stop };
+    return overrides ? { ...base, ...stripUndefined(overrides) } : base;
   }
 
   #wantsSchema(request: CompletionRequest): boolean {
@@ -601,6 +602,15 @@ export class ModelClient {
       model: entry.model,
     };
   }
+}
+
+/** Adds one request's result to the samples gathered so far. */
+function addResult(result: RawResult, r: RawResult, first: boolean): void {
+  result.samples.push(...r.samples);
+  // Every request pays for the prompt again; count it each time.
+  result.promptTokens += r.promptTokens;
+  result.completionTokens += r.completionTokens;
+  if (first) result.model = r.model;
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

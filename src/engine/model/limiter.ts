@@ -17,6 +17,13 @@ export class ConcurrencyLimiter {
     return this.waiters.length;
   }
 
+  /** A slot now if one is free (the returned function gives it back), else undefined. */
+  tryAcquire(): (() => void) | undefined {
+    if (this.active >= this.limit) return undefined;
+    this.active++;
+    return this.releaser();
+  }
+
   /** Waits for a slot; the returned function gives it back (call it exactly once). */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     if (signal?.aborted) throw signal.reason;

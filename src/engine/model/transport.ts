@@ -258,7 +258,6 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
     if (signal?.aborted) return Promise.reject(abortError(signal));
     const target = typeof url === 'string' ? new URL(url) : url;
     const secure = target.protocol === 'https:';
-    const payload = Buffer.from(body);
     return new Promise<Exchange>((resolve, reject) => {
       let settled = false;
       const fail = (err: Error) => {
@@ -278,7 +277,7 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
           port: target.port || (secure ? 443 : 80),
           path: target.pathname + target.search,
           method: 'POST',
-          headers: { ...headers, 'content-length': String(payload.length) },
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
           agent: secure ? httpsAgent : httpAgent,
         },
         (res) => {
@@ -313,7 +312,10 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
         },
       );
       req.on('error', fail);
-      req.end(payload);
+      // A string body goes out in one write together with the headers; a
+      // Buffer would make node send both with writev, which cost about a
+      // fifth of the client's CPU per request on a local server.
+      req.end(body, 'utf8');
     });
   }
 

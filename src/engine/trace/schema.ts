@@ -12,7 +12,11 @@ export interface Value {
   type: string;
   /** `ast.literal_eval(repr) == v` held when the value was captured. */
   literal: boolean;
-  /** The repr (or a container's children) was cut at a bound. */
+  /**
+   * The repr is not the exact repr of the value: cut at a bound (marked with a
+   * trailing "..."), or a placeholder for a repr that failed or a huge int.
+   * Children lists are bounded on their own: compare items/entries with `len`.
+   */
   truncated?: boolean;
   /** len() of a container, when it has one. */
   len?: number;
