@@ -15,7 +15,8 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { replaySessionDeps } from '../src/adapter/nodeDeps';
 import { ReplayDebugSession } from '../src/adapter/replayDebugSession';
 import { TracerPool } from '../src/engine/trace/runner';
-import { TraceSchema, type Trace } from '../src/engine/trace/schema';
+import { type Trace } from '../src/engine/trace/schema';
+import { parseTrace } from '../src/engine/trace/validate';
 
 const EVENTS = 1_000_000;
 const POSITIONS = 100;
@@ -42,7 +43,7 @@ async function recordTrace(): Promise<Trace> {
   const cached = arg('trace');
   if (cached) {
     const t0 = performance.now();
-    const trace = TraceSchema.parse(JSON.parse(fs.readFileSync(cached, 'utf8')));
+    const trace = parseTrace(JSON.parse(fs.readFileSync(cached, 'utf8')));
     console.log(`loaded ${cached}: ${trace.steps.length} events in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     return trace;
   }

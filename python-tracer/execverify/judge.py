@@ -260,6 +260,138 @@ def _flat(s: str) -> Tuple[bool, Any]:
     return True, (out if s[0] == "[" else tuple(out))
 
 
+# Nested containers of the same simple tokens (the shape of most dict, tuple
+# and nested-list answers), read by a small recursive-descent parser instead
+# of ast.parse, which costs several times as much. It accepts a strict subset
+# of Python literal syntax and builds exactly what ast + _lit would; anything
+# outside the subset (escapes, names, other whitespace, deep nesting, unusual
+# numbers) returns None and goes to the Python parser as before.
+# One token with the blanks before it; the alternatives exclude one another
+# (numbers may not run on into letters, digits or dots), so a text is read one
+# way only.
+_FAST_TOKEN_RE = re.compile(
+    r"""[ \t]*(?:[\[\](){},:]"""  # punctuation
+    r"""|'[^'\\\n\r\x00\ud800-\udfff]*'|"[^"\\\n\r\x00\ud800-\udfff]*""""  # a string without escapes
+    r"""|-?(?:[1-9][0-9]{0,17}|0)(?![0-9A-Za-z_.])"""  # an int
+    r"""|-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?(?![0-9A-Za-z_.])"""  # a float (always has a dot)
+    r"""|(?:None|True|False)(?![0-9A-Za-z_]))"""
+)
+_FAST_MAX_DEPTH = 30
+_VALUE = object()
+
+
+class _Unsure(Exception):
+    pass
+
+
+def _fast_tokens(s: str) -> Optional[List[Tuple[Any, Any]]]:
+    pieces = _FAST_TOKEN_RE.findall(s)
+    # findall skips what it cannot read: the pieces cover the whole text only
+    # when it is all tokens, read one after another from the start.
+    if sum(map(len, pieces)) != len(s):
+        return None
+    toks = []  # type: List[Tuple[Any, Any]]
+    append = toks.append
+    for piece in pieces:
+        last = piece[-1]
+        if last in "[](){},:":
+            append((last, None))
+        elif last in "'\"":
+            append((_VALUE, piece.lstrip(" \t")[1:-1]))
+        elif last == "e":
+            append((_VALUE, _CONSTANTS[piece.lstrip(" \t")]))
+        elif "." in piece:
+            append((_VALUE, float(piece)))
+        else:
+            append((_VALUE, int(piece)))
+    append((None, None))  # end marker: never a closer or a separator
+    return toks
+
+
+def _fast_value(toks: List[Tuple[Any, Any]], i: int, depth: int) -> Tuple[Any, int]:
+    kind, value = toks[i]
+    if kind is _VALUE:
+        return value, i + 1
+    if depth >= _FAST_MAX_DEPTH or kind not in ("[", "(", "{"):
+        raise _Unsure()
+    if kind == "{":
+        return _fast_braces(toks, i + 1, depth + 1)
+    closer = "]" if kind == "[" else ")"
+    items = []  # type: List[Any]
+    i += 1
+    commas = 0
+    if toks[i][0] != closer:
+        while True:
+            v, i = _fast_value(toks, i, depth + 1)
+            items.append(v)
+            sep = toks[i][0]
+            if sep == closer:
+                break
+            if sep != ",":
+                raise _Unsure()
+            commas += 1
+            i += 1
+            if toks[i][0] == closer:
+                break
+    i += 1
+    if kind == "[":
+        return items, i
+    if len(items) == 1 and commas == 0:
+        return items[0], i  # `(x)` is x
+    return tuple(items), i
+
+
+def _fast_braces(toks: List[Tuple[Any, Any]], i: int, depth: int) -> Tuple[Any, int]:
+    if toks[i][0] == "}":
+        return {}, i + 1
+    first, i = _fast_value(toks, i, depth)
+    if toks[i][0] == ":":
+        pairs = []  # type: List[Tuple[Any, Any]]
+        key = first
+        while True:
+            v, i = _fast_value(toks, i + 1, depth)
+            pairs.append((key, v))
+            sep = toks[i][0]
+            if sep == "}":
+                break
+            if sep != ",":
+                raise _Unsure()
+            i += 1
+            if toks[i][0] == "}":
+                break
+            key, i = _fast_value(toks, i, depth)
+            if toks[i][0] != ":":
+                raise _Unsure()
+        return dict(pairs), i + 1
+    elems = [first]
+    while True:
+        sep = toks[i][0]
+        if sep == "}":
+            break
+        if sep != ",":
+            raise _Unsure()
+        i += 1
+        if toks[i][0] == "}":
+            break
+        v, i = _fast_value(toks, i, depth)
+        elems.append(v)
+    return set(elems), i + 1
+
+
+def _fast_literal(s: str) -> Optional[Tuple[bool, Any]]:
+    """(True, value) when `s` is certainly such a literal; None when the parser must decide."""
+    toks = _fast_tokens(s)
+    if toks is None:
+        return None
+    try:
+        value, i = _fast_value(toks, 0, 0)
+    except Exception:  # _Unsure, or an unhashable set element / dict key: the parser decides
+        return None
+    if toks[i][0] is not None:
+        return None  # more after the value (`1, 2` is a tuple to Python): the parser decides
+    return True, value
+
+
 def parse_literal(text: Any) -> Tuple[bool, Any]:
     """Python literal plus set(), frozenset(...), float('inf'/'nan'), bare inf/nan.
 
@@ -283,6 +415,10 @@ def parse_literal(text: Any) -> Tuple[bool, Any]:
         ok, v = _flat(s)
         if ok:
             return True, v
+    if s[0] in "[({":
+        fast = _fast_literal(s)
+        if fast is not None:
+            return fast
     try:
         tree = ast.parse(s, mode="eval")
         return True, _lit(tree.body)

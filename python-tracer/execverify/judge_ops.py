@@ -49,11 +49,21 @@ def op_judge_batch(params: Dict[str, Any]) -> Dict[str, Any]:
     shared = params.get("options") or {}
     deferred = reward._Deferred()
     verdicts = []
+    # Items without their own options share one JudgeOptions, built on first use
+    # (as judge() would build it per item; a bad option still fails the same way).
+    shared_opts = None
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("truth"), dict):
             verdicts.append(judge.verdict(False, "bad_item"))
             continue
-        opts = dict(shared, **(item.get("options") or {}))
+        own = item.get("options")
+        if own:
+            opts = dict(shared, **own)
+        else:
+            if shared_opts is None:
+                base = dict(shared)
+                shared_opts = judge.JudgeOptions.from_dict(base) if base else judge.DEFAULT_OPTIONS
+            opts = shared_opts
         verdicts.append(judge.judge(str(item.get("kind")), item.get("answer"), item["truth"], opts, evaluator=deferred))
     deferred.run(expr_eval.DEFAULT_TIMEOUT_S)
     # CPU time of this worker for the batch (sandbox children not included):

@@ -611,10 +611,12 @@ def resolve_limits(given) -> dict:
     return lim
 
 
-def prepare(params: dict):
+def prepare(params: dict, compile_code: bool = True):
     """Validates a trace job in the worker (before forking): returns a Job.
 
     Raises JobError with code file_not_found / syntax_error / bad_entry.
+    With compile_code=False (a `call` job sent to a kept child, which compiles
+    it itself) the source is not compiled here: job.code stays None.
     """
     entry = params.get("entry")
     if not isinstance(entry, dict) or entry.get("kind") not in ("call", "script", "function"):
@@ -644,6 +646,8 @@ def prepare(params: dict):
         except (OSError, UnicodeDecodeError) as e:
             raise JobError("file_not_found", "cannot read %s: %s" % (path, e))
     filename = os.path.abspath(path) if path else "<source>"
+    if not compile_code:
+        return Job(params, kind, source, filename, None, entry, cwd, None, path or "<source>")
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -879,12 +883,26 @@ def reusable(job: Job) -> bool:
 _RUNNERS = {}  # memory MB -> sandbox.Runner
 
 
+def _may_reuse(params: dict) -> bool:
+    """Cheap pre-check in the worker (no compile): could this job run in a
+    kept child? The kept child compiles it and makes the real decision
+    (`reusable`); a job it refuses comes back with b"N", having run nothing."""
+    entry = params.get("entry")
+    return (params.get("reuse", True) is not False and isinstance(params.get("source"), str)
+            and isinstance(entry, dict) and entry.get("kind") == "call"
+            and "import" not in params["source"] and "import" not in str(entry.get("expr", "")))
+
+
 def _runner_handler(ctx, payload: bytes) -> None:
     params = json.loads(payload)
     try:
         job = prepare(params)
     except JobError as e:
         ctx.send(b"X", _json_dumps({"code": e.code, "message": e.message}).encode())
+        return
+    if not reusable(job):
+        # Nothing of it ran here: the worker runs it in a fresh fork instead.
+        ctx.send(b"N", b"")
         return
     before = len(sys.modules)
     cwd, path = os.getcwd(), list(sys.path)
@@ -897,18 +915,13 @@ def _runner_handler(ctx, payload: bytes) -> None:
         os.chdir(cwd)
 
 
-def _run_reused(params: dict, slimits):
+def _run_fresh(params: dict):
+    """Full prepare (compile) in the worker, then a fresh fork for this job."""
     from . import sandbox
-    payload = json.dumps(params).encode()
-    for _attempt in range(2):
-        runner = _RUNNERS.get(slimits.memory_mb)
-        if runner is None or runner.dead:
-            runner = _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
-        out = runner.call(payload, slimits)
-        if out.messages or not runner.dead:
-            return out
-        # the runner was gone before the job started: once more, fresh
-    return out
+    job = prepare(params)
+    slimits = _sandbox_limits(job, params)
+    out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
+    return _assemble(job, out, slimits)
 
 
 def _sandbox_limits(job: Job, params: dict):
@@ -922,30 +935,32 @@ def _sandbox_limits(job: Job, params: dict):
 
 def trace_bytes(params: dict) -> bytes:
     """Runs one trace job; returns the Trace JSON text (bytes)."""
-    from . import sandbox
-    job = prepare(params)
-    slimits = _sandbox_limits(job, params)
-    if params.get("reuse", True) and reusable(job):
-        out = _run_reused(params, slimits)
-    else:
-        out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
-    return _assemble(job, out, slimits)
+    res = trace_many_bytes([params])[0]
+    if isinstance(res, JobError):
+        raise res
+    return res
+
+
+def _same_limits(a, b) -> bool:
+    return (a.memory_mb == b.memory_mb and a.wall_ms == b.wall_ms and a.cpu_ms == b.cpu_ms
+            and a.output_bytes == b.output_bytes and a.allow_writes == b.allow_writes)
 
 
 def trace_many_bytes(jobs: list) -> list:
     """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
     or the JobError. Consecutive jobs that may share a child are sent to it
-    back to back (sandbox.Runner.call_many), which saves a round trip each."""
+    back to back (sandbox.Runner.call_many), which saves a round trip each;
+    the kept child compiles them (once per job: the worker only checks them
+    lightly). Every other job gets a fresh fork."""
     from . import sandbox
     results = [None] * len(jobs)
-    prepared = []
-    for k, params in enumerate(jobs):
+    batch = []
+
+    def fresh(k, params):
         try:
-            job = prepare(params)
-            prepared.append((k, params, job, _sandbox_limits(job, params)))
+            results[k] = _run_fresh(params)
         except JobError as e:
             results[k] = e
-    batch = []
 
     def flush_batch():
         if not batch:
@@ -953,6 +968,7 @@ def trace_many_bytes(jobs: list) -> list:
         slimits = batch[0][3]
         payloads = [json.dumps(p).encode() for _, p, _, _ in batch]
         pending = list(range(len(batch)))
+        refused = []
         for _attempt in range(2):
             runner = _RUNNERS.get(slimits.memory_mb)
             if runner is None or runner.dead:
@@ -962,31 +978,33 @@ def trace_many_bytes(jobs: list) -> list:
             for i, out in zip(pending, outs):
                 if out is None:
                     left.append(i)
+                elif out.last(b"N") is not None:
+                    refused.append(i)
                 else:
                     k, _p, job, lim = batch[i]
                     results[k] = _assemble_or_error(job, out, lim)
             pending = left
             if not pending:
                 break
-        for i in pending:  # twice unlucky: a fresh fork each
-            k, params, job, lim = batch[i]
-            out = sandbox.run_isolated(lambda ctx, job=job: run_in_child(job, ctx), lim)
-            results[k] = _assemble_or_error(job, out, lim)
+        # twice unlucky (the child left before them), or refused: a fresh fork each
+        for i in sorted(pending + refused):
+            fresh(batch[i][0], batch[i][1])
         del batch[:]
 
-    for k, params, job, lim in prepared:
-        if params.get("reuse", True) and reusable(job) and (
-                not batch or (batch[0][3].memory_mb == lim.memory_mb and batch[0][3].wall_ms == lim.wall_ms
-                              and batch[0][3].cpu_ms == lim.cpu_ms and batch[0][3].output_bytes == lim.output_bytes
-                              and batch[0][3].allow_writes == lim.allow_writes)):
-            batch.append((k, params, job, lim))
+    for k, params in enumerate(jobs):
+        if not _may_reuse(params):
+            flush_batch()
+            fresh(k, params)
             continue
-        flush_batch()
-        if params.get("reuse", True) and reusable(job):
-            batch.append((k, params, job, lim))
+        try:
+            job = prepare(params, compile_code=False)
+        except JobError as e:
+            results[k] = e
             continue
-        out = sandbox.run_isolated(lambda ctx, job=job: run_in_child(job, ctx), lim)
-        results[k] = _assemble_or_error(job, out, lim)
+        lim = _sandbox_limits(job, params)
+        if batch and not _same_limits(batch[0][3], lim):
+            flush_batch()
+        batch.append((k, params, job, lim))
     flush_batch()
     return results
 

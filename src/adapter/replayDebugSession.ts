@@ -20,7 +20,8 @@ import {
   Thread,
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { TraceSchema, type Outcome, type Trace, type Value } from '../engine/trace/schema';
+import { type Outcome, type Trace, type Value } from '../engine/trace/schema';
+import { safeParseTrace } from '../engine/trace/validate';
 import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launchConfig';
 import { reprOf, typeOf, type Py } from './recordedExpression';
 import { ReplayRuntime, type ReplayTrace, type Stop } from './replayRuntime';
@@ -192,12 +193,9 @@ export class ReplayDebugSession extends DebugSession {
     } catch (err) {
       return { ok: false, message: `The trace file ${file} is not JSON: ${(err as Error).message}` };
     }
-    const parsed = TraceSchema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return { ok: false, message: `The trace file ${file} is not an ExecVerify trace: ${issue.path.join('.')}: ${issue.message}` };
-    }
-    return { ok: true, trace: parsed.data };
+    const parsed = safeParseTrace(json);
+    if (!parsed.ok) return { ok: false, message: `The trace file ${file} is not an ExecVerify trace: ${parsed.error}` };
+    return { ok: true, trace: parsed.trace };
   }
 
   /** Reports a launch problem in the Debug Console and ends the session cleanly. */

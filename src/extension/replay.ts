@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { Event } from '@vscode/debugadapter';
 import type { Recorder, RecordResult, ReplayDebugSession } from '../adapter/replayDebugSession';
 import type { RecordRequest } from '../adapter/launchConfig';
-import { TraceSchema, type Trace } from '../engine/trace/schema';
+import { type Trace } from '../engine/trace/schema';
+import { parseTrace } from '../engine/trace/validate';
 import { Methods, TraceResultSchema, type StepChanged } from '../server/protocol';
 import type { EngineClient } from './engine-client';
 import type { Log } from './log';
@@ -78,7 +79,7 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
           tokenSource.token,
         );
         if (!result.traceFile) return { ok: false, message: 'The engine did not return the recorded trace.' };
-        const trace = TraceSchema.parse(JSON.parse(await fs.readFile(result.traceFile, 'utf8')));
+        const trace = parseTrace(JSON.parse(await fs.readFile(result.traceFile, 'utf8')));
         recorded.set(trace, result.runId);
         return { ok: true, trace };
       } catch (e) {

@@ -19,7 +19,8 @@ import {
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { ZodType } from 'zod';
-import { TraceSchema, type Entry } from '../engine/trace/schema';
+import { type Entry } from '../engine/trace/schema';
+import { safeParseTrace } from '../engine/trace/validate';
 import { EngineError, type Engine, type ModelAccess } from './engine';
 import { findFunctions, type PyFunction } from './functions';
 import { findTestCalls, readTestFiles } from './inputs';
@@ -289,9 +290,9 @@ export class EngineServer {
   }
 
   adopt(uri: string, raw: unknown): TraceResult {
-    const parsed = TraceSchema.safeParse(raw);
-    if (!parsed.success) throw new EngineError('bad_params', `Not an ExecVerify trace: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-    const trace = parsed.data;
+    const parsed = safeParseTrace(raw);
+    if (!parsed.ok) throw new EngineError('bad_params', `Not an ExecVerify trace: ${parsed.error}`);
+    const trace = parsed.trace;
     const entry = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'function' ? `${trace.entry.target}(${trace.entry.args})` : path.basename(uriToPath(uri));
     return summarize(this.store.addRun({ uri, file: uriToPath(uri), entry, trace }));
   }

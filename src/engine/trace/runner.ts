@@ -422,7 +422,12 @@ export class TracerPool {
       this.pump();
       return undefined;
     }
-    const w = new Worker(this, this.spawn, this.python, workerEnv(this.env, dir));
+    // Bytecode on (empty = off) for the worker only: it caches its own
+    // package's .pyc (start-up ~2x faster than compiling it each time) and
+    // imports nothing else; the sandboxed child that runs traced code sets
+    // sys.dont_write_bytecode, so a user's project never gets __pycache__.
+    const env = { ...workerEnv(this.env, dir), PYTHONDONTWRITEBYTECODE: '' };
+    const w = new Worker(this, this.spawn, this.python, env);
     this.workers.push(w);
     return w;
   }
