@@ -12,11 +12,12 @@
 //     replay debugger's need.
 //
 // Environment: EXECVERIFY_PYTHON picks the interpreter (default python3);
-// BENCH_LOOP_N (default 450) sizes the loop program.
+// BENCH_LOOP_N (default 450) sizes the loop program; BENCH_PARTS (default
+// "abc") picks the parts to run.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolvePython } from '../src/engine/python';
@@ -193,10 +194,14 @@ async function main(): Promise<void> {
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as Row);
   const version = (await run(['-c', 'import sys; print(sys.version.split()[0])'])).trim();
-  const lines = [`tracer benchmark — Python ${version} (${python}), ${availableParallelism()} cores`, ''];
-  lines.push(...(await partA(rows)), '');
-  lines.push(...(await partB()), '');
-  lines.push(...partC());
+  // The load average matters: part (a) compares one naive process with a pool
+  // that wants every core, so other work on the machine costs ours more.
+  const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const lines = [`tracer benchmark — Python ${version} (${python}), ${availableParallelism()} cores, load average ${load}`, ''];
+  const parts = process.env.BENCH_PARTS ?? 'abc';
+  if (parts.includes('a')) lines.push(...(await partA(rows)), '');
+  if (parts.includes('b')) lines.push(...(await partB()), '');
+  if (parts.includes('c')) lines.push(...partC());
   process.stdout.write(lines.join('\n') + '\n');
 }
 

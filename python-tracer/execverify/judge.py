@@ -271,107 +271,90 @@ def _flat(s: str) -> Tuple[bool, Any]:
 # way only.
 _FAST_TOKEN_RE = re.compile(
     r"""[ \t]*(?:[\[\](){},:]"""  # punctuation
-    r"""|'[^'\\\n\r\x00\ud800-\udfff]*'|"[^"\\\n\r\x00\ud800-\udfff]*""""  # a string without escapes
+    r"""|'[^'\\\n\r\x00\ud800-\udfff]*'"""  # a string without escapes
+    r'''|"[^"\\\n\r\x00\ud800-\udfff]*"'''
     r"""|-?(?:[1-9][0-9]{0,17}|0)(?![0-9A-Za-z_.])"""  # an int
     r"""|-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?(?![0-9A-Za-z_.])"""  # a float (always has a dot)
     r"""|(?:None|True|False)(?![0-9A-Za-z_]))"""
 )
 _FAST_MAX_DEPTH = 30
-_VALUE = object()
+_FAST_END = "$"  # appended after the last token: never a value, a closer or a separator
 
 
 class _Unsure(Exception):
     pass
 
 
-def _fast_tokens(s: str) -> Optional[List[Tuple[Any, Any]]]:
-    pieces = _FAST_TOKEN_RE.findall(s)
-    # findall skips what it cannot read: the pieces cover the whole text only
-    # when it is all tokens, read one after another from the start.
-    if sum(map(len, pieces)) != len(s):
-        return None
-    toks = []  # type: List[Tuple[Any, Any]]
-    append = toks.append
-    for piece in pieces:
-        last = piece[-1]
-        if last in "[](){},:":
-            append((last, None))
-        elif last in "'\"":
-            append((_VALUE, piece.lstrip(" \t")[1:-1]))
-        elif last == "e":
-            append((_VALUE, _CONSTANTS[piece.lstrip(" \t")]))
-        elif "." in piece:
-            append((_VALUE, float(piece)))
-        else:
-            append((_VALUE, int(piece)))
-    append((None, None))  # end marker: never a closer or a separator
-    return toks
-
-
-def _fast_value(toks: List[Tuple[Any, Any]], i: int, depth: int) -> Tuple[Any, int]:
-    kind, value = toks[i]
-    if kind is _VALUE:
-        return value, i + 1
-    if depth >= _FAST_MAX_DEPTH or kind not in ("[", "(", "{"):
+# Tokens stay the matched text (blanks first); the last character tells the kind.
+def _fast_value(toks: List[str], i: int, depth: int) -> Tuple[Any, int]:
+    tok = toks[i]
+    last = tok[-1]
+    if last == "'" or last == '"':
+        return tok.lstrip(" \t")[1:-1], i + 1
+    if last == "e":
+        return _CONSTANTS[tok.lstrip(" \t")], i + 1
+    if last in "0123456789.":
+        return (float(tok) if "." in tok else int(tok)), i + 1
+    if depth >= _FAST_MAX_DEPTH or last not in "[({":
         raise _Unsure()
-    if kind == "{":
+    if last == "{":
         return _fast_braces(toks, i + 1, depth + 1)
-    closer = "]" if kind == "[" else ")"
+    closer = "]" if last == "[" else ")"
     items = []  # type: List[Any]
     i += 1
     commas = 0
-    if toks[i][0] != closer:
+    if toks[i][-1] != closer:
         while True:
             v, i = _fast_value(toks, i, depth + 1)
             items.append(v)
-            sep = toks[i][0]
+            sep = toks[i][-1]
             if sep == closer:
                 break
             if sep != ",":
                 raise _Unsure()
             commas += 1
             i += 1
-            if toks[i][0] == closer:
+            if toks[i][-1] == closer:
                 break
     i += 1
-    if kind == "[":
+    if last == "[":
         return items, i
     if len(items) == 1 and commas == 0:
         return items[0], i  # `(x)` is x
     return tuple(items), i
 
 
-def _fast_braces(toks: List[Tuple[Any, Any]], i: int, depth: int) -> Tuple[Any, int]:
-    if toks[i][0] == "}":
+def _fast_braces(toks: List[str], i: int, depth: int) -> Tuple[Any, int]:
+    if toks[i][-1] == "}":
         return {}, i + 1
     first, i = _fast_value(toks, i, depth)
-    if toks[i][0] == ":":
+    if toks[i][-1] == ":":
         pairs = []  # type: List[Tuple[Any, Any]]
         key = first
         while True:
             v, i = _fast_value(toks, i + 1, depth)
             pairs.append((key, v))
-            sep = toks[i][0]
+            sep = toks[i][-1]
             if sep == "}":
                 break
             if sep != ",":
                 raise _Unsure()
             i += 1
-            if toks[i][0] == "}":
+            if toks[i][-1] == "}":
                 break
             key, i = _fast_value(toks, i, depth)
-            if toks[i][0] != ":":
+            if toks[i][-1] != ":":
                 raise _Unsure()
         return dict(pairs), i + 1
     elems = [first]
     while True:
-        sep = toks[i][0]
+        sep = toks[i][-1]
         if sep == "}":
             break
         if sep != ",":
             raise _Unsure()
         i += 1
-        if toks[i][0] == "}":
+        if toks[i][-1] == "}":
             break
         v, i = _fast_value(toks, i, depth)
         elems.append(v)
@@ -380,14 +363,17 @@ def _fast_braces(toks: List[Tuple[Any, Any]], i: int, depth: int) -> Tuple[Any, 
 
 def _fast_literal(s: str) -> Optional[Tuple[bool, Any]]:
     """(True, value) when `s` is certainly such a literal; None when the parser must decide."""
-    toks = _fast_tokens(s)
-    if toks is None:
+    toks = _FAST_TOKEN_RE.findall(s)
+    # findall skips what it cannot read: the tokens cover the whole text only
+    # when it is all tokens, read one after another from the start.
+    if sum(map(len, toks)) != len(s):
         return None
+    toks.append(_FAST_END)
     try:
         value, i = _fast_value(toks, 0, 0)
     except Exception:  # _Unsure, or an unhashable set element / dict key: the parser decides
         return None
-    if toks[i][0] is not None:
+    if toks[i] is not _FAST_END:
         return None  # more after the value (`1, 2` is a tuple to Python): the parser decides
     return True, value
 

@@ -40,6 +40,7 @@ try:
 except ImportError:  # not POSIX
     pass
 import mmap
+import operator
 import os
 import resource
 import select
@@ -487,8 +488,10 @@ class Runner:
     or crash, and whenever a job changed the process: new modules, threads,
     builtins, working directory, or it grew by more than 128 MB.
 
-    handler(ctx, payload: bytes) runs in the child and must send b"R", b"E"
-    or b"X" for each job; the child then reports b"K" (kept) or b"Q" (leaving).
+    handler(ctx, payload: bytes) runs in the child and must send b"R", b"E",
+    b"X" (a bad job) or b"N" (refused before running anything: the caller runs
+    it elsewhere) for each job; the child then reports b"K" (kept) or b"Q"
+    (leaving).
     """
 
     def __init__(self, handler, limits: Limits):
@@ -656,6 +659,24 @@ def _rss_bytes() -> int:
         return 0
 
 
+def _rss_reader():
+    """A cheap _rss_bytes for the per-job check of a kept child: one pread
+    of a descriptor opened once (no open() per job, so no audit event).
+    Unreadable → a huge value, so the child leaves (the safe answer)."""
+    try:
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return _rss_bytes
+
+    def rss():
+        try:
+            return int(os.pread(fd, 128, 0).split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            return 1 << 62
+    return rss
+
+
 def _runner_child(handler, limits, jobs_fd, msg_fd):
     import builtins
     import threading
@@ -665,9 +686,13 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
     # backstops the runner's whole life.
     _setrlimit(resource.RLIMIT_CPU, 3600, 3601)
     base_modules = len(sys.modules)
-    base_builtins = list(map(id, builtins.__dict__.values()))
+    # Compared by identity with operator.is_ (id() would fire an audit event,
+    # i.e. a call of our Python hook, for each of ~160 builtins per job).
+    is_ = operator.is_
+    base_builtins = list(builtins.__dict__.values())
     base_cwd = os.getcwd()
-    base_rss = _rss_bytes()
+    rss = _rss_reader()
+    base_rss = rss()
     reader = os.fdopen(jobs_fd, "rb", buffering=1 << 16)
     while True:
         head = reader.readline()
@@ -694,9 +719,11 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
             return
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
+        now_builtins = list(builtins.__dict__.values())
         clean = (len(sys.modules) == base_modules and threading.active_count() == 1
-                 and list(map(id, builtins.__dict__.values())) == base_builtins
-                 and os.getcwd() == base_cwd and _rss_bytes() < base_rss + (128 << 20))
+                 and len(now_builtins) == len(base_builtins) and all(map(is_, now_builtins, base_builtins))
+                 and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
+        del now_builtins
         if not clean:
             ctx.send(b"Q", b"")
             return

@@ -57,6 +57,7 @@ _SMALL_INT = 10 ** 18
 _KEYS = {}  # local name -> its JSON key prefix
 _settrace = sys.settrace  # ours; traced code gets a guarded one (see _guard_settrace)
 _HAS_MONITORING = hasattr(sys, "monitoring")
+_ident = object.__hash__  # id() without its audit event (see values._ident)
 
 
 def default_backend() -> str:
@@ -172,7 +173,7 @@ class Recorder:
 
     # -- events --------------------------------------------------------
     def on_call(self, frame, ci):
-        key = id(frame)
+        key = _ident(frame)
         entry = self.frames.get(key)
         resumed = entry is not None and entry[0] is frame
         if resumed:
@@ -208,7 +209,7 @@ class Recorder:
                     del self.stack[i:]
                     break
         if not yielded:
-            self.frames.pop(id(frame), None)
+            self.frames.pop(_ident(frame), None)
         fs.last_event = "return"
         extra = ""
         if not unwound:
@@ -360,18 +361,19 @@ class SettraceBackend:
     def _local(self, frame, event, arg):
         rec = self.rec
         try:
-            entry = rec.frames.get(id(frame))
+            entry = rec.frames.get(_ident(frame))
             if entry is None:
                 return None
             fs = entry[1]
-            ci = rec.codes[frame.f_code]
+            # fs.code, not frame.f_code: reading f_code is an audit event on 3.11+
+            ci = rec.codes[fs.code]
             if event == "line":
                 rec.on_line(frame, fs, ci, frame.f_lineno)
             elif event == "return":
                 # settrace says 'return' for a return, a yield and an unwind
                 # alike; the instruction the frame stopped at tells them apart.
                 lasti = frame.f_lasti
-                op = frame.f_code.co_code[lasti] if lasti >= 0 else None
+                op = fs.code.co_code[lasti] if lasti >= 0 else None
                 if op in _RETURN_OPS:
                     rec.on_return(frame, fs, ci, arg, False, False)
                 elif ci.gen and op in _YIELD_OPS and fs.last_event != "exception":
@@ -451,7 +453,7 @@ class MonitoringBackend:
         frame = sys._getframe(1)
         while frame is not None and frame.f_code is not code:
             frame = frame.f_back
-        entry = self.rec.frames.get(id(frame)) if frame is not None else None
+        entry = self.rec.frames.get(_ident(frame)) if frame is not None else None
         if entry is not None and entry[0] is frame:
             return entry
         return None, None

@@ -43,6 +43,11 @@ _INT_BITS_MAX = 13000
 _HAS_INT_LIMIT = hasattr(sys, "set_int_max_str_digits")  # 3.11+: huge int repr raises
 _SIZED = frozenset([str, bytes])  # ~3900 decimal digits: below the 3.11+ int/str limit
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+# An object's identity, like id(), but without id()'s audit event: the
+# sandbox's audit hook is a Python function, and calling it for each of the
+# hundreds of thousands of ids a trace compares costs more than the tracing.
+# (object.__hash__ is the address rotated by 4 bits: unique per live object.)
+_ident = object.__hash__
 
 
 class ReprTimeout(Exception):
@@ -373,11 +378,11 @@ class Encoder:
             if len(path) >= 64:  # absurdly deep nesting: cut (and stay off the C stack)
                 out.literal = False
                 raise _Full()
-            if id(v) in path:
+            if _ident(v) in path:
                 out.literal = False
                 out.add("[...]" if t is list or t is deque else "{...}" if t is dict else "(...)")
                 return
-            path.add(id(v))
+            path.add(_ident(v))
             try:
                 if t is list:
                     self._seq(v, "[", "]", out, path)
@@ -418,7 +423,7 @@ class Encoder:
                 if t is not tuple and t is not frozenset:
                     out.stable = False
             finally:
-                path.discard(id(v))
+                path.discard(_ident(v))
             return
         out.literal = False
         out.stable = False
@@ -607,7 +612,7 @@ class Fingerprints:
             keep = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
             subs = []
             if set(map(type, keep)) <= _FP_ATOMS:
-                return True if (t is tuple or t is frozenset) else (0, n, list(map(id, keep)), keep, subs)
+                return True if (t is tuple or t is frozenset) else (0, n, list(map(_ident, keep)), keep, subs)
             for pos, x in enumerate(keep):
                 tx = type(x)
                 if tx in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
@@ -619,7 +624,7 @@ class Fingerprints:
                     subs.append((pos, sub))
             if (t is tuple or t is frozenset) and not subs:
                 return True  # deeply immutable: identity is enough
-            return (0, n, list(map(id, keep)), keep, subs)
+            return (0, n, list(map(_ident, keep)), keep, subs)
         if t is dict:
             n = len(v)
             ks = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
@@ -627,7 +632,7 @@ class Fingerprints:
             subs = []
             flat = set(map(type, vs)) <= _FP_ATOMS
             if flat and set(map(type, ks)) <= _FP_ATOMS:
-                return (1, n, list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+                return (1, n, list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
             for pos, x in enumerate(ks):
                 if type(x) not in _FP_ATOMS and not isinstance(x, _IDENTITY_STABLE):
                     sub = self.make(x, depth + 1)
@@ -641,7 +646,7 @@ class Fingerprints:
                     return None
                 if sub is not True:
                     subs.append((pos, sub))
-            return (1, n, list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+            return (1, n, list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
         if t.__repr__ is object.__repr__ and not isinstance(v, _IDENTITY_STABLE):
             for klass in t.__mro__:
                 if "__slots__" in klass.__dict__:
@@ -663,7 +668,7 @@ class Fingerprints:
                     return None
                 if sub is not True:
                     subs.append((pos, sub))
-            return (2, t, len(d), list(map(id, ks)), list(map(id, vs)), ks, vs, subs)
+            return (2, t, len(d), list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
         return None
 
     def same(self, v, fp) -> bool:
@@ -675,7 +680,7 @@ class Fingerprints:
             _, n, ids, keep, subs = fp
             if len(v) != n:
                 return False
-            if list(map(id, v if n <= self.prefix else _islice(v, self.prefix))) != ids:
+            if list(map(_ident, v if n <= self.prefix else _islice(v, self.prefix))) != ids:
                 return False
             for pos, sub in subs:
                 if not self.same(keep[pos], sub):
@@ -686,10 +691,10 @@ class Fingerprints:
             if len(v) != n:
                 return False
             if n <= self.prefix:
-                if list(map(id, v)) != kids or list(map(id, v.values())) != vids:
+                if list(map(_ident, v)) != kids or list(map(_ident, v.values())) != vids:
                     return False
-            elif (list(map(id, _islice(v, self.prefix))) != kids
-                  or list(map(id, _islice(v.values(), self.prefix))) != vids):
+            elif (list(map(_ident, _islice(v, self.prefix))) != kids
+                  or list(map(_ident, _islice(v.values(), self.prefix))) != vids):
                 return False
             for pos, sub in subs:
                 if not self.same(vs[pos], sub):
@@ -701,7 +706,7 @@ class Fingerprints:
         d = object.__getattribute__(v, "__dict__")
         if len(d) != n:
             return False
-        if list(map(id, _islice(d, self.attrs))) != kids or list(map(id, _islice(d.values(), self.attrs))) != vids:
+        if list(map(_ident, _islice(d, self.attrs))) != kids or list(map(_ident, _islice(d.values(), self.attrs))) != vids:
             return False
         for pos, sub in subs:
             if not self.same(vs[pos], sub):

@@ -249,6 +249,31 @@ class ReusedChildren(unittest.TestCase):
             self.assertEqual(t["outcome"]["value"]["repr"], repr([k * k for k in range(i)]))
             self.assertEqual(t["stdout"]["text"], "")
 
+    def test_a_job_the_kept_child_refuses_gets_a_fresh_fork_every_time(self):
+        # It passes the worker's light check (a call entry, no `import`), so it
+        # goes to the kept child, which compiles it, finds getattr and sends it
+        # back unrun; the worker then forks a fresh child for it. Two of them
+        # report different pids: neither ran in the kept child (which would
+        # answer the same pid twice).
+        sneaky = "def f():\n    return getattr(__builtins__, '__imp' + 'ort__')('os').getpid()\n"
+        pure = "def f(n):\n    return [i * i for i in range(n)]\n"
+        jobs = [{"source": sneaky, "path": "a.py", "entry": {"kind": "call", "expr": "f()"}},
+                {"source": pure, "path": "b.py", "entry": {"kind": "call", "expr": "f(3)"}},
+                {"source": sneaky, "path": "c.py", "entry": {"kind": "call", "expr": "f()"}},
+                {"source": "def f(:\n", "path": "d.py", "entry": {"kind": "call", "expr": "f()"}},
+                {"source": pure, "path": "e.py", "entry": {"kind": "call", "expr": "f(4)"}}]
+        resp = self.w.request("trace_batch", jobs=jobs)
+        self.assertTrue(resp["ok"], resp)
+        a, b, c, d, e = resp["result"]["traces"]
+        worker_pid = self.w.request("ping")["result"]["pid"]
+        pids = {a["outcome"]["value"]["repr"], c["outcome"]["value"]["repr"]}
+        self.assertEqual(len(pids), 2, pids)
+        self.assertNotIn(str(worker_pid), pids)
+        self.assertEqual(b["outcome"]["value"]["repr"], "[0, 1, 4]")
+        self.assertEqual(d["error"]["code"], "syntax_error")
+        self.assertIn("d.py", d["error"]["message"])
+        self.assertEqual(e["outcome"]["value"]["repr"], "[0, 1, 4, 9]")
+
     def test_output_of_one_job_never_leaks_into_the_next(self):
         self.w.trace("def f():\n    print('first')\n")
         t = self.w.trace("def f():\n    print('second')\n")

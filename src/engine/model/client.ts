@@ -194,7 +194,9 @@ export class ModelClient {
     const k = request.samples ?? this.config.n;
     const sampling = this.#sampling(request.sampling);
     const key = this.#cacheKey(request, k, sampling);
-    const cached = await this.#cached(key, request);
+    // No cache: no await (a promise and a turn of the event loop per call).
+    const useCache = this.#cache !== undefined && request.cache !== false;
+    const cached = useCache ? await this.#cached(key, request) : undefined;
     if (cached) return this.#finish(cached, request, true);
 
     let useSchema = this.#wantsSchema(request);
@@ -217,9 +219,10 @@ export class ModelClient {
       samples: raw.samples,
       usage: { promptTokens: raw.promptTokens, completionTokens: raw.completionTokens },
       structured: useSchema ? 'json_schema' : 'text',
-      createdAt: new Date().toISOString(),
+      // Only a stored entry needs its date; formatting one costs on every call.
+      createdAt: useCache ? new Date().toISOString() : '',
     };
-    await this.#store(entry, request);
+    if (useCache) await this.#store(entry, request);
     return this.#finish(entry, request, false);
   }
 
@@ -397,11 +400,9 @@ export class ModelClient {
     return result;
   }
 
-  async #request(body: Record<string, unknown>, signal: AbortSignal | undefined): Promise<RawResult> {
+  #request(body: Record<string, unknown>, signal: AbortSignal | undefined): Promise<RawResult> {
     // The body is serialised once, not once per attempt.
-    const result = await this.#attempt(this.#exchange, JSON.stringify(body), signal);
-    this.accounting.tokens(result.promptTokens, result.completionTokens);
-    return result;
+    return this.#attempt(this.#exchange, JSON.stringify(body), signal);
   }
 
   /** One non-streaming HTTP exchange (created once per client: no closure per request). */
@@ -419,7 +420,10 @@ export class ModelClient {
       throw OpenAI.APIError.generate(exchange.status, parsed as object | undefined, parsed === undefined ? exchange.text.slice(0, 500) : undefined, exchange.headers as unknown as Headers);
     }
     // A SyntaxError here is classified as a malformed (retryable) answer.
-    return parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model);
+    const result = parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model);
+    // Tokens of successful attempts only, as they are read.
+    this.accounting.tokens(result.promptTokens, result.completionTokens);
+    return result;
   };
 
   // ---- attempts, retries, timeouts ---------------------------------------
