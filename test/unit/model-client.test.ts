@@ -465,6 +465,22 @@ test('without a key no Authorization header is sent', async () => {
   c.close();
 });
 
+test('a plain request carries Host, the JSON headers and the exact body length', async () => {
+  server.setScript(undefined);
+  server.resetStats();
+  const c = client();
+  await c.complete({ prompt: chatPrompt([{ role: 'user', content: 'héllo — ünïcode' }]) });
+  const { headers, body } = server.requests[0]!;
+  assert.equal(headers.host, new URL(server.url).host);
+  assert.equal(headers['content-type'], 'application/json');
+  assert.equal(headers.accept, 'application/json');
+  assert.equal(headers['user-agent'], 'execverify');
+  assert.equal(headers.connection, 'keep-alive');
+  assert.equal(Number(headers['content-length']), Buffer.byteLength(JSON.stringify(body)));
+  assert.deepEqual((body as { messages: unknown }).messages, [{ role: 'user', content: 'héllo — ünïcode' }]);
+  c.close();
+});
+
 test('the models the server lists are readable', async () => {
   const c = client();
   assert.deepEqual(await c.listModels(), ['test-model']);
