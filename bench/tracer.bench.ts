@@ -81,6 +81,15 @@ async function partA(rows: Row[]): Promise<string[]> {
     steps += decodeTrace(t).length;
   }
   const oursMs = performance.now() - t0;
+  // The same batch again on the now-warm pool: the steady state of the editor,
+  // the debugger and a harvest, whose workers outlive one batch. Reported
+  // beside the cold number, never instead of it.
+  t0 = performance.now();
+  for (const t of await pool.traceMany(jobs)) {
+    if (t instanceof Error) throw t;
+    decodeTrace(t);
+  }
+  const warmMs = performance.now() - t0;
   await pool.close();
 
   let agree = 0;
@@ -92,6 +101,7 @@ async function partA(rows: Row[]): Promise<string[]> {
     `    naive in-process (settrace, repr all, no isolation) ${(naiveMs / 1000).toFixed(2)} s  [${(naivePython / 1000).toFixed(2)} s inside Python]`,
     `    ours, pool.trace per job (isolated, limited, validated, decoded) ${(singleMs / 1000).toFixed(2)} s   ratio ${(singleMs / naiveMs).toFixed(2)}`,
     `    ours, pool.traceMany (same, sent in batches of 16)                ${(oursMs / 1000).toFixed(2)} s   ratio ${(oursMs / naiveMs).toFixed(2)}   (target <= 1.0)`,
+    `    ours, traceMany again on the warm pool (no start-up)            ${(warmMs / 1000).toFixed(2)} s   ratio ${(warmMs / naiveMs).toFixed(2)}   (informative; the target is the cold row)`,
     `    return values equal to the naive run              ${agree} / ${rows.length}`,
   ];
 }
