@@ -3,7 +3,7 @@
 // a harvest killed with SIGKILL resumes to the same dataset; sharding and --limit.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { main } from '../../src/cli/main';
 import * as fs from 'node:fs';
@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { RecordSchema, type SampleRecord } from '../../src/engine/dataset/record';
 import { readStore, STORE_FILE } from '../../src/engine/dataset/store';
 import { resolvePython } from '../../src/engine/python';
+import { samplesThatDoNotReproduce } from '../support/standalone-rerun';
 import type { HarvestReport } from '../../src/engine/harvest/report';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -78,21 +79,7 @@ test('the demo harvest keeps literal calls of project functions and reports ever
 });
 
 test('every kept sample re-runs standalone in a fresh interpreter with the recorded result', () => {
-  // One fresh, isolated interpreter (-I: no project on sys.path, cwd /); each
-  // sample runs in its own empty namespace with nothing but its own code.
-  const program = [
-    'import json, sys',
-    'bad = []',
-    'for line in sys.stdin:',
-    '    r = json.loads(line)',
-    '    ns = {"__name__": "sample"}',
-    '    exec(compile(r["code"], "<sample>", "exec"), ns)',
-    '    v = eval(r["entry"], ns)',
-    '    if (repr(v), type(v).__name__) != (r["result"]["repr"], r["result"]["type"]): bad.append(r["entry"])',
-    'print(json.dumps(bad))',
-  ].join('\n');
-  const input = reference.records.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  const bad = JSON.parse(execFileSync(python, ['-I', '-c', program], { input, encoding: 'utf8', cwd: '/' })) as string[];
+  const bad = samplesThatDoNotReproduce(python, reference.records);
   assert.deepEqual(bad, []);
 });
 

@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { readStore } from '../../src/engine/dataset/store';
 import { resolvePython } from '../../src/engine/python';
+import { samplesThatDoNotReproduce } from '../support/standalone-rerun';
 import type { HarvestReport } from '../../src/engine/harvest/report';
 
 const python = resolvePython(undefined, process.env);
@@ -47,19 +48,7 @@ test('harvesting bisect and heapq with their own test suites keeps only samples 
   assert.ok(records.every((r) => MODULES.includes(r.provenance.file.replace(/\.py$/, ''))));
 
   // Re-run every kept sample in a fresh isolated interpreter, away from the project.
-  const program = [
-    'import json, sys',
-    'bad = []',
-    'for line in sys.stdin:',
-    '    r = json.loads(line)',
-    '    ns = {"__name__": "sample"}',
-    '    exec(compile(r["code"], "<sample>", "exec"), ns)',
-    '    v = eval(r["entry"], ns)',
-    '    if (repr(v), type(v).__name__) != (r["result"]["repr"], r["result"]["type"]): bad.append(r["entry"])',
-    'print(json.dumps(bad))',
-  ].join('\n');
-  const input = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  assert.deepEqual(JSON.parse(execFileSync(python, ['-I', '-c', program], { input, encoding: 'utf8', cwd: '/' })), []);
+  assert.deepEqual(samplesThatDoNotReproduce(python, records), []);
   // The samples are the pure-Python definitions, not the C accelerator.
   const push = records.find((r) => r.provenance.function === 'heappush')!;
   assert.match(push.code, /def _siftdown\(/);
