@@ -12,6 +12,9 @@ trap 'rm -rf "$stage"' EXIT
 for p in package.json README.md LICENSE CHANGELOG.md .vscodeignore dist media docs python-tracer; do
   [ -e "$p" ] && cp -r "$p" "$stage/"
 done
+# vsce lets a negated .vscodeignore pattern win over any later ignore, so
+# bytecode under python-tracer/execverify/ cannot be excluded there.
+find "$stage" -name __pycache__ -type d -prune -exec rm -rf {} +
 root=$PWD
 vsce="$root/node_modules/.bin/vsce"
 # README links point at docs/, which ship in the .vsix: keep them relative.
