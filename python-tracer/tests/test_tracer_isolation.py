@@ -8,21 +8,13 @@ import sys
 import tempfile
 import unittest
 
-from .tracer_support import Worker
+from .tracer_support import WorkerTestCase
 
 GOOD = "def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n"
 QUICK = {"wallTimeMs": 1500, "cpuTimeMs": 1000, "memoryMb": 200}
 
 
-class BadProgramsInOneWorker(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class BadProgramsInOneWorker(WorkerTestCase):
     def bad(self, src, expr="f()", **limits):
         lim = dict(QUICK)
         lim.update(limits)
@@ -127,15 +119,7 @@ class BadProgramsInOneWorker(unittest.TestCase):
         self.assertEqual((t["outcome"]["kind"], t["outcome"]["type"]), ("raised", "RuntimeError"))
 
 
-class BadValues(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class BadValues(WorkerTestCase):
     def value_of(self, trace, name):
         for s in reversed(trace["steps"]):
             if name in (s.get("set") or {}):
@@ -204,17 +188,9 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class ReusedChildren(unittest.TestCase):
+class ReusedChildren(WorkerTestCase):
     """Jobs that cannot reach shared state run in a reused child; the rest are
     forked fresh. Either way no job can change what the next one sees."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
 
     def test_which_jobs_may_share_a_child(self):
         from execverify import tracer

@@ -9,18 +9,10 @@ import unittest
 
 from execverify import worker
 
-from .tracer_support import Worker
+from .tracer_support import Worker, WorkerTestCase
 
 
-class Protocol(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.w = Worker()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.w.close()
-
+class Protocol(WorkerTestCase):
     def test_ping(self):
         r = self.w.request("ping")
         self.assertTrue(r["ok"])

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import unittest
 
 from execverify import tracer
 
@@ -152,3 +153,16 @@ class Worker:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(10)
+
+
+class WorkerTestCase(unittest.TestCase):
+    """One real worker shared by a class's tests: each test also proves the
+    worker survived the ones before it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.w = Worker()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.close()
