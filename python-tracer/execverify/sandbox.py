@@ -50,6 +50,14 @@ import sys
 import time
 
 _HDR = struct.Struct(">cI")
+# One read of the message pipe. A pipe holds 64 KiB, so asking for more only
+# makes os.read allocate (and the allocator mmap) a bigger buffer each time.
+_READ_SIZE = 1 << 16
+
+
+def frame(kind: bytes, payload: bytes, _len=len, _pack=_HDR.pack) -> bytes:
+    """One message as written on the pipe: type byte, length, payload."""
+    return _pack(kind, _len(payload)) + payload
 
 # Audit events that start another process. Any of them → limit 'fork'.
 _SPAWN_EVENTS = frozenset([
@@ -121,11 +129,29 @@ class Context:
         # Address space held back (never touched, so it costs no time) and
         # released on a memory limit so the report can still be built.
         self._reserve = mmap.mmap(-1, 4 << 20)
+        self.hold_final = False
+        self.held = b""
 
-    def send(self, kind: bytes, payload: bytes, _len=len, _pack=_HDR.pack, _write=os.write,
-             _view=memoryview) -> None:
+    def send(self, kind: bytes, payload: bytes) -> None:
+        self.write_frames(frame(kind, payload))
+
+    def send_final(self, frames: bytes) -> None:
+        """The job's last frames: held back while `hold_final` is set (a kept
+        child sends them with its end-of-job marker in one write, so the
+        parent wakes once per job), written at once otherwise. Every exit
+        path (limit, os._exit) writes what is held first."""
+        if self.hold_final:
+            self.held += frames
+        else:
+            self.write_frames(frames)
+
+    def flush_held(self) -> None:
+        if self.held:
+            data, self.held = self.held, b""
+            self.write_frames(data)
+
+    def write_frames(self, data: bytes, _write=os.write, _view=memoryview) -> None:
         # Bound at definition: the traced program may rebind builtins or os.
-        data = _pack(kind, _len(payload)) + payload
         view = _view(data)
         while view:
             try:
@@ -146,7 +172,10 @@ class Context:
             else:
                 self.send(b"L", _json_dumps({"limit": kind, "message": message}).encode())
         finally:
-            _real_exit(0)
+            try:
+                self.flush_held()
+            finally:
+                _real_exit(0)
 
 
 _real_exit = os._exit
@@ -203,9 +232,6 @@ class _Capture:
 
     def text(self):
         return "".join(self.parts)
-
-    def as_json(self):
-        return {"text": self.text(), "truncated": self.truncated}
 
 
 class _BufferView:
@@ -316,11 +342,12 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     sys.dont_write_bytecode = True
 
     def _exit(code=0):
-        if ctx.on_exit is not None:
-            try:
+        try:
+            if ctx.on_exit is not None:
                 ctx.on_exit(code)
-            except BaseException:  # noqa: B902 - we are exiting anyway
-                pass
+            ctx.flush_held()
+        except BaseException:  # noqa: B902 - we are exiting anyway
+            pass
         _real_exit(code)
 
     os._exit = _exit
@@ -423,7 +450,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
             if not ready:
                 continue
             try:
-                data = os.read(r, 1 << 20)
+                data = os.read(r, _READ_SIZE)
             except InterruptedError:
                 continue
             if not data:
@@ -579,7 +606,7 @@ class Runner:
                 continue
             if not ready:
                 continue
-            data = os.read(self.msgs, 1 << 20)
+            data = os.read(self.msgs, _READ_SIZE)
             if not data:
                 self.dead = True
                 self._drain(out)
@@ -694,12 +721,16 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
     rss = _rss_reader()
     base_rss = rss()
     reader = os.fdopen(jobs_fd, "rb", buffering=1 << 16)
+    ctx.hold_final = True  # the job's last frames go out with its K/Q marker
+    spec_line = None
     while True:
         head = reader.readline()
         if not head:
             return
         payload = reader.readline().rstrip(b"\n")
-        spec = json.loads(head)
+        if head != spec_line:  # a batch repeats one spec: parse it once
+            spec_line = head
+            spec = json.loads(head)
         ctx.limits = Limits(wall_ms=spec["wall_ms"], cpu_ms=spec["cpu_ms"], memory_mb=limits.memory_mb,
                             output_bytes=spec["output_bytes"], allow_writes=spec["allow_writes"])
         ctx.stdout = _Capture(ctx, "stdout", spec["output_bytes"])
@@ -714,6 +745,7 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
         except MemoryError:
             ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
         except BaseException as e:  # noqa: B902 - report; the runner then leaves
+            ctx.flush_held()
             ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (type(e).__name__, e)}).encode())
             ctx.send(b"Q", b"")
             return
@@ -724,10 +756,14 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
                  and len(now_builtins) == len(base_builtins) and all(map(is_, now_builtins, base_builtins))
                  and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
         del now_builtins
+        data, ctx.held = ctx.held, b""
+        ctx.write_frames(data + (_END_KEPT if clean else _END_LEAVING))
         if not clean:
-            ctx.send(b"Q", b"")
             return
-        ctx.send(b"K", b"")
+
+
+_END_KEPT = frame(b"K", b"")
+_END_LEAVING = frame(b"Q", b"")
 
 
 def _kill(pid, sig):

@@ -27,9 +27,11 @@ import time
 import traceback
 from json.encoder import encode_basestring_ascii as _q
 
+from .sandbox import frame as _frame
 from .values import Encoder, Fingerprints, type_name
 
 SCHEMA_VERSION = "execverify.trace/1"
+_PY_VERSION = "%d.%d.%d" % sys.version_info[:3]
 
 DEFAULT_LIMITS = {
     "steps": 1000000,
@@ -110,21 +112,37 @@ class _CodeInfo:
         self.lines = None
 
 
+_ENCODERS = {}  # (repr chars, container items) -> (Encoder, Fingerprints)
+
+
+def _encoders(repr_chars: int, container_items: int):
+    """The value encoder for these bounds, kept for the process's later jobs
+    (a kept child runs many): its caches of type names and small atoms'
+    encodings stay valid from one job to the next."""
+    key = (repr_chars, container_items)
+    pair = _ENCODERS.get(key)
+    if pair is None:
+        enc = Encoder(repr_chars=repr_chars, container_items=container_items)
+        pair = _ENCODERS[key] = (enc, Fingerprints(enc))
+    return pair
+
+
 class Recorder:
     """Turns interpreter events into trace steps (JSON text), within limits."""
 
-    def __init__(self, ctx, limits: dict, files: list, trace_roots=()):
+    def __init__(self, ctx, limits: dict, files: list, trace_roots=(), entry_json="null"):
         self.ctx = ctx
+        self.entry_json = entry_json  # the trace's `entry`, as JSON text
         self.limits = limits
         self.files = files  # [{"path", "source"}], index = file id
         self.file_index = {f["filename"]: i for i, f in enumerate(files)}
         self.trace_roots = tuple(trace_roots)
-        self.enc = Encoder(repr_chars=limits["reprChars"], container_items=limits["containerItems"])
-        self.fps = Fingerprints(self.enc)
+        self.enc, self.fps = _encoders(limits["reprChars"], limits["containerItems"])
         self.max_steps = limits["steps"]
         self.max_bytes = limits["traceBytes"]
         self.max_depth = limits["recursionDepth"]
-        self.cpu_deadline = time.process_time() + limits["cpuTimeMs"] / 1000.0
+        self.cpu_started = time.process_time()
+        self.cpu_deadline = self.cpu_started + limits["cpuTimeMs"] / 1000.0
         self.codes = {}  # code -> _CodeInfo
         self.frames = {}  # id(frame) -> (frame, _FrameState)
         self.stack = []  # active traced frames: (frame, _FrameState)
@@ -134,8 +152,6 @@ class Recorder:
         self.buf_bytes = 0
         self.total_bytes = 0
         self.check_at = min(_CHUNK_BYTES, self.max_bytes + 1)
-        self.started = time.monotonic()
-        self.cpu_started = time.process_time()
         self.finished = False
 
     # -- code / file bookkeeping -----------------------------------------
@@ -302,34 +318,39 @@ class Recorder:
         self.ctx.limit(kind, message)  # → self.finish via ctx.on_limit; never returns
 
     def finish(self, outcome: dict, backend: str):
-        """Flushes the steps and sends the final message. Runs once."""
+        """Flushes the steps and sends the final b"T" message. Runs once.
+
+        T carries the finished trace around its steps as three lines of text:
+        everything before the steps (`{"schema":...,"steps":[`), everything
+        after them up to the open stats object (`],"outcome":...,"stats":
+        {"events":N`), and this child's CPU ms. The parent only joins them
+        with the S chunks and closes stats with what it measured itself
+        (_assemble), so a trace is never parsed or re-encoded on its way out.
+        Built from C-level string escapes only: the program may have broken
+        Python-level helpers (e.g. by rebinding builtins.len)."""
         if self.finished:
             return
         self.finished = True
-        self.flush()
-        files = [{"path": f["path"], "source": f["source"]} for f in self.files]
-        final = {
-            "outcome": outcome,
-            "backend": backend,
-            "files": files,
-            "stdout": self.ctx.stdout.as_json(),
-            "stderr": self.ctx.stderr.as_json(),
-            "stats": {
-                "events": self.n,
-                "wallMs": round((time.monotonic() - self.started) * 1000.0, 3),
-                "cpuMs": round((time.process_time() - self.cpu_started) * 1000.0, 3),
-            },
-        }
-        value = outcome.get("value")
-        if isinstance(value, _RawJSON):
-            final["outcome"] = {"kind": outcome["kind"]}
-            text = _json_dumps(final)
-            marker = '"outcome": {"kind": %s}' % _json_dumps(outcome["kind"])
-            text = text.replace(marker, '"outcome": {"kind": %s, "value": %s}' % (
-                _json_dumps(outcome["kind"]), value.text), 1)
-        else:
-            text = _json_dumps(final)
-        self.ctx.send(b"R", text.encode())
+        steps = b""
+        if self.buf:  # the last chunk of steps travels with T
+            steps = _frame(b"S", ",".join(self.buf).encode())
+            self.total_bytes += self.buf_bytes
+            self.buf = []
+            self.buf_bytes = 0
+        head = '{"schema":"%s","python":{"version":"%s","implementation":%s,"backend":"%s"},"entry":%s,"files":[%s],"steps":[' % (
+            SCHEMA_VERSION, _PY_VERSION, _q(sys.implementation.name), backend, self.entry_json,
+            ",".join('{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in self.files))
+        out, err = self.ctx.stdout, self.ctx.stderr
+        tail = '],"outcome":%s,"stdout":{"text":%s,"truncated":%s},"stderr":{"text":%s,"truncated":%s},"stats":{"events":%d' % (
+            _outcome_json(outcome), _q(out.text()), "true" if out.truncated else "false",
+            _q(err.text()), "true" if err.truncated else "false", self.n)
+        cpu = "%.3f" % ((time.process_time() - self.cpu_started) * 1000.0)
+        self.ctx.send_final(steps + _frame(b"T", (head + "\n" + tail + "\n" + cpu).encode()))
+
+
+def _outcome_json(outcome: dict) -> str:
+    return "{" + ",".join(_q(k) + ":" + (v.text if isinstance(v, _RawJSON) else _json_dumps(v))
+                          for k, v in outcome.items()) + "}"
 
 
 # -- backends --------------------------------------------------------------
@@ -678,6 +699,7 @@ class Job:
         self.entry = entry
         self.cwd = cwd
         self.entry_code = entry_code
+        self.codes = None  # every code object of `code`, once computed
         self.display = display
         self.modname = None
         self.limits = resolve_limits(params.get("limits"))
@@ -689,8 +711,11 @@ class Job:
         self.backend = backend
 
 
-def run_in_child(job: Job, ctx) -> None:
-    """The body of the forked child: sets up, traces, reports, exits."""
+def run_in_child(job: Job, ctx, reused: bool = False) -> None:
+    """The body of the forked child: sets up, traces, reports, exits.
+
+    `reused`: a job in a kept child (see `reusable`): it imports nothing, so
+    its directory is not put on sys.path."""
     lim = job.limits
     if job.cwd:
         try:
@@ -706,13 +731,14 @@ def run_in_child(job: Job, ctx) -> None:
         roots = (root + os.sep,)
     else:
         files.append({"path": job.display, "filename": job.filename, "source": job.source})
-        d = os.path.dirname(job.filename) if job.filename != "<source>" else None
+        d = os.path.dirname(job.filename) if job.filename != "<source>" and not reused else None
         if d and d not in sys.path:
             sys.path.insert(0, d)
-    rec = Recorder(ctx, lim, files, roots)
+    rec = Recorder(ctx, lim, files, roots, _json_dumps(_entry_json(job.entry)))
     backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
     backend = backend_cls(rec)
-    rec.preload_codes = _all_codes(job.code) if job.code is not None else []
+    if backend.name == "monitoring":
+        rec.preload_codes = job.codes if job.codes is not None else _all_codes(job.code) if job.code is not None else []
     state = {"active": False}
 
     def stop():
@@ -812,12 +838,15 @@ def run_in_child(job: Job, ctx) -> None:
 def _guard_settrace(ctx):
     """Traced code may not replace the tracer's hook (3.8 has no audit event
     for sys.settrace, so the function itself is guarded)."""
+    if getattr(sys.settrace, "_execverify_ctx", None) is ctx:
+        return  # a kept child's earlier job installed it
 
     def guarded(fn):
         if getattr(ctx, "tracing", False):
             raise RuntimeError("execverify: the tracer owns sys.settrace in traced runs")
         return _settrace(fn)
 
+    guarded._execverify_ctx = ctx
     sys.settrace = guarded
     threading.settrace = guarded
 
@@ -876,7 +905,8 @@ def reusable(job: Job) -> bool:
     """Whether the job may run in a reused child (see _SHARING_NAMES)."""
     if job.kind != "call" or "import" in job.source or "import" in job.entry.get("expr", ""):
         return False
-    for code in _all_codes(job.code) + _all_codes(job.entry_code):
+    job.codes = _all_codes(job.code)
+    for code in job.codes + _all_codes(job.entry_code):
         if not _SHARING_NAMES.isdisjoint(code.co_names):
             return False
     return True
@@ -907,19 +937,43 @@ def _runner_handler(ctx, payload: bytes) -> None:
         ctx.send(b"N", b"")
         return
     before = len(sys.modules)
-    cwd, path = os.getcwd(), list(sys.path)
-    run_in_child(job, ctx)
-    # undo what the harness itself set up for this job
+    cwd = os.getcwd() if job.cwd else None
+    run_in_child(job, ctx, reused=True)
+    # undo what the harness itself set up for this job (the runner checks
+    # the rest and leaves if the job changed anything else)
     if len(sys.modules) == before + 1:  # the job's own module, registered for its run
         sys.modules.pop(job.modname, None)
-    sys.path[:] = path
-    if os.getcwd() != cwd:
+    if cwd is not None:
         os.chdir(cwd)
+
+
+def ensure_site() -> None:
+    """Runs the `site` set-up the worker skipped at start-up (`python -S`).
+
+    The worker starts without it: site-packages and .pth files are only
+    needed by code that can import, and .pth files may import whole packages
+    (tens of ms before the first answer). Proven-reusable `call` jobs import
+    nothing, so only jobs that can (a fresh fork, a function or script
+    entry) and the judge's ops pay for it, once per worker."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+        site.main()
+
+
+def prefork() -> None:
+    """Forks the kept child for default limits now, so the first batch does
+    not wait for it (called by the worker once it is ready)."""
+    from . import sandbox
+    job = Job({}, "call", "", "<source>", None, {"kind": "call", "expr": "f()"}, None)
+    slimits = _sandbox_limits(job, {})
+    if slimits.memory_mb not in _RUNNERS:
+        _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
 
 
 def _run_fresh(params: dict):
     """Full prepare (compile) in the worker, then a fresh fork for this job."""
     from . import sandbox
+    ensure_site()
     job = prepare(params)
     slimits = _sandbox_limits(job, params)
     out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
@@ -1026,44 +1080,39 @@ def _assemble(job: Job, out, slimits) -> bytes:
         d = json.loads(x.decode())
         raise JobError(d["code"], d["message"])
     err = out.last(b"E")
-    final = out.last(b"R")
+    final = out.last(b"T")
     if final is None and err is not None:
         d = json.loads(err.decode())
         raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
-    steps = out.chunks(b"S")
+    steps = b",".join(p for p in out.chunks(b"S") if p)
     if final is not None:
-        fin = json.loads(final.decode())
+        head, tail, cpu = final.split(b"\n", 2)
     else:
         kind, limit, message = sandbox.crash_description(out, slimits)
         if kind == "limit":
             outcome = {"kind": "limit", "limit": limit, "message": message}
         else:
             outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
-        nsteps = sum(p.count(b'{"i":') for p in steps)
-        fin = {
-            "outcome": outcome,
-            "backend": job.backend,
+        head = json.dumps({
+            "schema": SCHEMA_VERSION,
+            "python": {"version": _PY_VERSION, "implementation": sys.implementation.name, "backend": job.backend},
+            "entry": _entry_json(job.entry),
             "files": [{"path": job.display or "<source>", "source": job.source or ""}],
-            "stdout": {"text": "", "truncated": False},
-            "stderr": {"text": "", "truncated": False},
-            "stats": {"events": nsteps, "wallMs": round(out.wall_ms, 3)},
-        }
-    fin["stats"]["wallMs"] = round(out.wall_ms, 3)
+        })[:-1].encode() + b',"steps":['
+        tail = (b'],"outcome":' + json.dumps(outcome).encode()
+                + b',"stdout":{"text":"","truncated":false},"stderr":{"text":"","truncated":false},"stats":{"events":'
+                + str(steps.count(b'{"i":')).encode())
+        cpu = b""
+    # stats are closed here with what the parent measured: the job's wall
+    # time, and (for a fresh fork, reaped with its rusage) CPU and peak memory
+    stats = b',"wallMs":%.3f' % out.wall_ms
     if out.cpu_ms:
-        fin["stats"]["cpuMs"] = round(out.cpu_ms, 3)
+        stats += b',"cpuMs":%.3f' % out.cpu_ms
+    elif cpu:
+        stats += b',"cpuMs":' + cpu
     if out.peak_kb:
-        fin["stats"]["peakMemoryKb"] = out.peak_kb
-    head = {
-        "schema": SCHEMA_VERSION,
-        "python": {"version": "%d.%d.%d" % sys.version_info[:3],
-                   "implementation": sys.implementation.name, "backend": fin["backend"]},
-        "entry": _entry_json(job.entry),
-        "files": fin["files"],
-    }
-    tail = {k: fin[k] for k in ("outcome", "stdout", "stderr", "stats")}
-    h = json.dumps(head)
-    t = json.dumps(tail)
-    return (h[:-1] + ',"steps":[').encode() + b",".join(p for p in steps if p) + b"]," + t[1:].encode()
+        stats += b',"peakMemoryKb":%d' % out.peak_kb
+    return head + steps + tail + stats + b"}}"
 
 
 def _entry_json(entry):

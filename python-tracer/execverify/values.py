@@ -22,6 +22,7 @@ so traces are deterministic across runs and backends.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import signal
 import sys
@@ -588,9 +589,12 @@ class _Walk:
 # can show, and (recursively) the fingerprints of the mutable ones among them.
 # Same fingerprint ⇒ same encoding, so the tracer can skip re-encoding an
 # unchanged list/dict/instance at every event. The prefix objects are kept
-# alive by the fingerprint, so their ids cannot be reused while it exists.
+# by the fingerprint and compared with `is` (operator.is_ over map, all in C:
+# several times cheaper than comparing lists of identities).
 _FP_ATOMS = frozenset([int, float, str, bytes, bool, _NoneType, complex])
 _SEQ_TYPES = (list, tuple, set, frozenset, deque)
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by `class` or type()
+_is = operator.is_
 
 
 class Fingerprints:
@@ -600,10 +604,13 @@ class Fingerprints:
         self.prefix = max(encoder.container_items, encoder.repr_chars // 2 + 2)
         self.attrs = encoder.container_items
         self.max_depth = max_depth
+        self._plain = {}  # type -> whether its instances encode by type alone
 
     def make(self, v, depth: int = 0):
-        """A fingerprint for v, or None when v's encoding can't be pinned down
-        by identities (a user-defined __repr__, __slots__, too deep)."""
+        """A fingerprint for v: True when v's encoding cannot change while v
+        stays bound, a tuple to check with `same`, or None when v's encoding
+        can't be pinned down by identities (a user-defined __repr__,
+        __slots__, too deep)."""
         if depth > self.max_depth:
             return None
         t = type(v)
@@ -612,7 +619,7 @@ class Fingerprints:
             keep = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
             subs = []
             if set(map(type, keep)) <= _FP_ATOMS:
-                return True if (t is tuple or t is frozenset) else (0, n, list(map(_ident, keep)), keep, subs)
+                return True if (t is tuple or t is frozenset) else (0, n, keep, subs)
             for pos, x in enumerate(keep):
                 tx = type(x)
                 if tx in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
@@ -624,7 +631,7 @@ class Fingerprints:
                     subs.append((pos, sub))
             if (t is tuple or t is frozenset) and not subs:
                 return True  # deeply immutable: identity is enough
-            return (0, n, list(map(_ident, keep)), keep, subs)
+            return (0, n, keep, subs)
         if t is dict:
             n = len(v)
             ks = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
@@ -632,7 +639,7 @@ class Fingerprints:
             subs = []
             flat = set(map(type, vs)) <= _FP_ATOMS
             if flat and set(map(type, ks)) <= _FP_ATOMS:
-                return (1, n, list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
+                return (1, n, ks, vs, subs)
             for pos, x in enumerate(ks):
                 if type(x) not in _FP_ATOMS and not isinstance(x, _IDENTITY_STABLE):
                     sub = self.make(x, depth + 1)
@@ -646,8 +653,13 @@ class Fingerprints:
                     return None
                 if sub is not True:
                     subs.append((pos, sub))
-            return (1, n, list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
+            return (1, n, ks, vs, subs)
         if t.__repr__ is object.__repr__ and not isinstance(v, _IDENTITY_STABLE):
+            plain = self._plain.get(t)
+            if plain is None:
+                plain = self._plain[t] = _encodes_by_type(t)
+            if plain:
+                return True
             for klass in t.__mro__:
                 if "__slots__" in klass.__dict__:
                     return None
@@ -668,7 +680,7 @@ class Fingerprints:
                     return None
                 if sub is not True:
                     subs.append((pos, sub))
-            return (2, t, len(d), list(map(_ident, ks)), list(map(_ident, vs)), ks, vs, subs)
+            return (2, t, len(d), ks, vs, subs)
         return None
 
     def same(self, v, fp) -> bool:
@@ -677,39 +689,38 @@ class Fingerprints:
             return True
         kind = fp[0]
         if kind == 0:
-            _, n, ids, keep, subs = fp
-            if len(v) != n:
-                return False
-            if list(map(_ident, v if n <= self.prefix else _islice(v, self.prefix))) != ids:
+            _, n, keep, subs = fp
+            if len(v) != n or not all(map(_is, v, keep)):  # map stops at keep's end
                 return False
             for pos, sub in subs:
                 if not self.same(keep[pos], sub):
                     return False
             return True
         if kind == 1:
-            _, n, kids, vids, ks, vs, subs = fp
-            if len(v) != n:
-                return False
-            if n <= self.prefix:
-                if list(map(_ident, v)) != kids or list(map(_ident, v.values())) != vids:
-                    return False
-            elif (list(map(_ident, _islice(v, self.prefix))) != kids
-                  or list(map(_ident, _islice(v.values(), self.prefix))) != vids):
+            _, n, ks, vs, subs = fp
+            if len(v) != n or not all(map(_is, v, ks)) or not all(map(_is, v.values(), vs)):
                 return False
             for pos, sub in subs:
                 if not self.same(vs[pos], sub):
                     return False
             return True
-        _, t, n, kids, vids, ks, vs, subs = fp
+        _, t, n, ks, vs, subs = fp
         if type(v) is not t:
             return False
         d = object.__getattribute__(v, "__dict__")
-        if len(d) != n:
-            return False
-        if list(map(_ident, _islice(d, self.attrs))) != kids or list(map(_ident, _islice(d.values(), self.attrs))) != vids:
+        if len(d) != n or not all(map(_is, d, ks)) or not all(map(_is, d.values(), vs)):
             return False
         for pos, sub in subs:
             if not self.same(vs[pos], sub):
                 return False
         return True
 
+
+def _encodes_by_type(t) -> bool:
+    """Whether every instance of t encodes the same whatever its state: a
+    static (C) type with object's repr and no instance dict or slots, such
+    as the iterators a for loop or a comprehension keeps in a local. (A
+    static type's instances cannot change class, so identity is enough.)"""
+    if t.__flags__ & _HEAPTYPE or t.__dictoffset__ or issubclass(t, _CONTAINERS):
+        return False  # (a container subclass shows its length)
+    return all("__slots__" not in k.__dict__ for k in t.__mro__)

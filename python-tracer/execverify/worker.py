@@ -7,7 +7,7 @@ One request per line on stdin, one response per line on stdout:
     → {"id": 1, "ok": false, "error": {"code": "syntax_error", "message": "..."}}
 
 Ops: ping, trace (one job → a Trace), trace_batch ({jobs} → {traces: [Trace |
-{error}]}), plus the judge's ops (judge.register_ops adds them at start-up).
+{error}]}), plus the judge's ops (judge.register_ops adds them on first use).
 
 Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
 raise `OpError(code, message)`) and register it with one line in `OPS` below
@@ -82,8 +82,18 @@ OPS = {
 }
 
 
+# Ops that decide for themselves whether the job needs the user's site
+# packages (see tracer.ensure_site); every other op gets them first.
+_NO_SITE_OPS = frozenset(["ping", "trace", "trace_batch"])
+_optional_loaded = False
+
+
 def _register_optional_ops():
-    """Ops owned by other modules register here if their module exists."""
+    """Ops owned by other modules register here if their module exists.
+    Called on the first op the worker does not know yet, so a worker that
+    only traces never imports the judge."""
+    global _optional_loaded
+    _optional_loaded = True
     try:
         from . import judge  # noqa: F401 - registers judge ops into OPS if present
         reg = getattr(judge, "register_ops", None)
@@ -104,9 +114,14 @@ def handle(line: bytes) -> bytes:
         if not isinstance(req, dict):
             raise OpError("protocol", "a request must be a JSON object")
         rid = req.get("id")
-        op = OPS.get(req.get("op"))
+        name = req.get("op")
+        if name not in OPS and not _optional_loaded:
+            _register_optional_ops()
+        op = OPS.get(name)
         if op is None:
             raise OpError("unknown_op", "unknown op %r (known: %s)" % (req.get("op"), ", ".join(sorted(OPS))))
+        if name not in _NO_SITE_OPS:
+            tracer.ensure_site()
         result = op(req)
         if isinstance(result, Raw):
             return b'{"id":' + json.dumps(rid).encode() + b',"ok":true,"result":' + result.data + b"}\n"
@@ -123,12 +138,12 @@ def main() -> int:
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     sys.stdout = sys.stderr
     out = os.fdopen(proto, "wb", buffering=0)
-    _register_optional_ops()
     # Everything imported so far is shared by every forked child: keep the
     # collector from touching (and so copying) those pages in each child.
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
+    tracer.prefork()
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()

@@ -194,6 +194,25 @@ class ChangeDetection(unittest.TestCase):
     def test_deeply_immutable_tuples_need_no_checks(self):
         self.assertIs(Fingerprints(Encoder()).make((1, ("a", 2.5))), True)
 
+    def test_builtin_iterators_encode_by_type_alone(self):
+        # A for loop's iterator sits in a local (a comprehension's `.0`):
+        # its encoding never changes, so it is never re-encoded.
+        e = Encoder()
+        fps = Fingerprints(e)
+        for it in (iter([1, 2]), iter("ab"), iter(range(3)), iter({1: 2}.items()), zip([1], [2])):
+            before = e.encode(it)[0]
+            self.assertIs(fps.make(it), True, type(it))
+            next(it)
+            self.assertEqual(e.encode(it)[0], before)
+
+        class Plain:  # a class's instances can gain attributes: checked each time
+            pass
+        self.assertIsNot(fps.make(Plain()), True)
+
+        class Slotted:
+            __slots__ = ("x",)
+        self.assertIsNone(fps.make(Slotted()))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -30,6 +30,18 @@ class Protocol(WorkerTestCase):
         r = self.w.request("trace", source="def f(): pass\n", entry={"kind": "other"})
         self.assertEqual(r["error"]["code"], "bad_entry")
 
+    def test_a_worker_started_without_site_gives_jobs_that_can_import_the_site_set_up(self):
+        # The pool starts workers with -S; a job that can import (a fresh
+        # fork, a script) or that names site's builtins still sees the
+        # interpreter exactly as `python prog.py` would.
+        r = self.w.trace("import sys\ndef f():\n    return any(p.endswith('-packages') for p in sys.path)\n")
+        self.assertEqual(r["outcome"]["value"]["repr"], "True")
+        r = self.w.trace("def f():\n    exit(3)\n")
+        self.assertEqual(r["outcome"], {"kind": "exited", "code": 3})
+        # and a self-contained call afterwards still runs in the kept child
+        r = self.w.trace("def f(x):\n    return x * 2\n", "f(21)")
+        self.assertEqual(r["outcome"]["value"]["repr"], "42")
+
     def test_garbage_lines_get_a_protocol_error_and_the_worker_goes_on(self):
         self.w.proc.stdin.write(b"this is not json\n")
         self.w.proc.stdin.flush()

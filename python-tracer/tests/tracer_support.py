@@ -122,12 +122,13 @@ def reference(src, expr="f()", filename="/ref/prog.py"):
 
 
 class Worker:
-    """A real `python -m execverify.worker` process, driven over JSON lines."""
+    """A real worker process, driven over JSON lines, started the way the
+    TracerPool starts it (`python -u -S -m execverify.worker`)."""
 
     def __init__(self):
         env = dict(os.environ)
         env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "execverify.worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-u", "-S", "-m", "execverify.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.n = 0
 

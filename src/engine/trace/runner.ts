@@ -124,8 +124,10 @@ class Worker {
     env: NodeJS.ProcessEnv,
   ) {
     // detached: the worker leads its own process group, so a cancel can kill
-    // it together with the forked child running the job.
-    this.proc = spawn(python, ['-u', '-m', 'execverify.worker'], {
+    // it together with the forked child running the job. -S: the worker runs
+    // `site` itself when a job first needs it (tracer.ensure_site), so a
+    // worker that only traces self-contained calls answers sooner.
+    this.proc = spawn(python, ['-u', '-S', '-m', 'execverify.worker'], {
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: process.platform !== 'win32',
