@@ -32,6 +32,9 @@ from .values import Encoder, Fingerprints, type_name
 
 SCHEMA_VERSION = "execverify.trace/1"
 _PY_VERSION = "%d.%d.%d" % sys.version_info[:3]
+# Every trace this interpreter writes starts so, up to the backend's name.
+_HEAD_START = '{"schema":"%s","python":{"version":"%s","implementation":%s,"backend":"' % (
+    SCHEMA_VERSION, _PY_VERSION, _q(sys.implementation.name))
 
 DEFAULT_LIMITS = {
     "steps": 1000000,
@@ -337,9 +340,9 @@ class Recorder:
             self.total_bytes += self.buf_bytes
             self.buf = []
             self.buf_bytes = 0
-        head = '{"schema":"%s","python":{"version":"%s","implementation":%s,"backend":"%s"},"entry":%s,"files":[%s],"steps":[' % (
-            SCHEMA_VERSION, _PY_VERSION, _q(sys.implementation.name), backend, self.entry_json,
-            ",".join('{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in self.files))
+        head = '%s%s"},"entry":%s,"files":[%s],"steps":[' % (
+            _HEAD_START, backend, self.entry_json,
+            ",".join(['{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in self.files]))
         out, err = self.ctx.stdout, self.ctx.stderr
         tail = '],"outcome":%s,"stdout":{"text":%s,"truncated":%s},"stderr":{"text":%s,"truncated":%s},"stats":{"events":%d' % (
             _outcome_json(outcome), _q(out.text()), "true" if out.truncated else "false",
@@ -349,8 +352,11 @@ class Recorder:
 
 
 def _outcome_json(outcome: dict) -> str:
-    return "{" + ",".join(_q(k) + ":" + (v.text if isinstance(v, _RawJSON) else _json_dumps(v))
-                          for k, v in outcome.items()) + "}"
+    parts = []
+    for k, v in outcome.items():
+        t = type(v)
+        parts.append(_q(k) + ":" + (v.text if t is _RawJSON else _q(v) if t is str else _json_dumps(v)))
+    return "{" + ",".join(parts) + "}"
 
 
 # -- backends --------------------------------------------------------------
@@ -734,7 +740,10 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         d = os.path.dirname(job.filename) if job.filename != "<source>" and not reused else None
         if d and d not in sys.path:
             sys.path.insert(0, d)
-    rec = Recorder(ctx, lim, files, roots, _json_dumps(_entry_json(job.entry)))
+    entry = job.entry
+    entry_text = ('{"kind":"call","expr":%s}' % _q(entry["expr"]) if job.kind == "call"
+                  else _json_dumps(_entry_json(entry)))
+    rec = Recorder(ctx, lim, files, roots, entry_text)
     backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
     backend = backend_cls(rec)
     if backend.name == "monitoring":

@@ -197,3 +197,55 @@ test('traceMany returns one result per job, in order, errors in place', async ()
   }
   assert.ok(results[23] instanceof TracerError && results[23].code === 'bad_entry');
 });
+
+// traceMany pipelines: a busy worker already holds its next batch, so it
+// never waits a round trip between batches. These pin down what happens to
+// that waiting batch when the worker dies or a batch is cancelled.
+function sumJobs(n: number, from = 0) {
+  return Array.from({ length: n }, (_, i) => ({ path: SUM, entry: { kind: 'call' as const, expr: `f(range(${from + i}))` } }));
+}
+function sums(results: Array<unknown>, from = 0): void {
+  results.forEach((t, i) => {
+    assert.ok(!(t instanceof Error), String(t));
+    const r = t as { outcome: { kind: string; value?: { repr: string } } };
+    const k = from + i;
+    assert.equal(r.outcome.kind === 'returned' && r.outcome.value?.repr, String((k * (k - 1)) / 2));
+  });
+}
+
+test('traceMany: a batch waiting behind one whose worker dies runs on the next worker', async () => {
+  const own = new TracerPool({ size: 1 });
+  try {
+    const pong = (await own.request('ping')) as { pid: number };
+    // the first batch sleeps in a fresh fork; the kill lands while it runs,
+    // with the second batch already written behind it
+    const slow = { source: 'import time\ndef f():\n    time.sleep(1)\n    return 1\n', entry: { kind: 'call' as const, expr: 'f()' } };
+    const done = own.traceMany([slow, ...sumJobs(3), ...sumJobs(4, 3)], undefined, 4);
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pong.pid, 'SIGKILL');
+    const results = await done;
+    for (const r of results.slice(0, 4)) assert.ok(r instanceof TracerError && r.code === 'worker_crashed', String(r));
+    sums(results.slice(4), 3);
+  } finally {
+    await own.close();
+  }
+});
+
+test('traceMany: cancelling stops the running and the waiting batch, and the pool goes on', async () => {
+  const own = new TracerPool({ size: 1 });
+  try {
+    const hang = { source: 'import time\ndef f():\n    time.sleep(30)\n', entry: { kind: 'call' as const, expr: 'f()' } };
+    const ctl = new AbortController();
+    const done = own.traceMany([hang, ...sumJobs(3), ...sumJobs(4)], ctl.signal, 4);
+    setTimeout(() => ctl.abort(), 300);
+    const results = await done;
+    for (const r of results) assert.ok(r instanceof TracerError && r.code === 'cancelled', String(r));
+    sums(await own.traceMany(sumJobs(9), undefined, 3));
+  } finally {
+    await own.close();
+  }
+});
+
+test('traceMany keeps every worker fed: more batches than workers all complete in order', async () => {
+  sums(await pool.traceMany(sumJobs(40), undefined, 3));
+});

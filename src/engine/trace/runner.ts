@@ -108,11 +108,20 @@ interface Pending {
   onAbort?: () => void;
   worker?: Worker;
   timer?: NodeJS.Timeout;
+  /** May wait in a busy worker's input behind another such job (see Worker.next). */
+  pipelined?: boolean;
 }
 
 class Worker {
   proc: ChildProcess;
+  /** The job the worker is running (its timer runs). */
   job: Pending | undefined;
+  /**
+   * A pipelined job already written behind `job`: the worker reads it the
+   * moment it answers `job`, instead of idling for a round trip. It starts
+   * (and its timer with it) when `job` is answered.
+   */
+  next: Pending | undefined;
   dead = false;
   private chunks: Buffer[] = [];
   private stderrTail = '';
@@ -158,12 +167,23 @@ class Worker {
     this.setRef(false);
   }
 
+  /** Whether `job` may be written behind the running one. */
+  canQueue(job: Pending): boolean {
+    return !this.dead && this.next === undefined && this.job?.pipelined === true && job.pipelined === true;
+  }
+
   send(job: Pending): void {
-    this.job = job;
     job.worker = this;
+    if (this.job) this.next = job;
+    else this.start(job);
     this.setRef(true);
     const line = JSON.stringify({ ...job.params, id: job.id, op: job.op }) + '\n';
     this.proc.stdin?.write(line);
+  }
+
+  private start(job: Pending): void {
+    this.job = job;
+    this.setRef(true);
     job.timer = setTimeout(() => {
       this.kill();
       this.die(new TracerError('timeout', `the worker did not answer '${job.op}' within ${job.timeoutMs} ms`));
@@ -226,9 +246,13 @@ class Worker {
     }
     if (parsed.id !== job.id) return;
     this.finish(job);
+    const next = this.next;
+    this.next = undefined;
+    if (next) this.start(next);
     if (parsed.ok) job.resolve(parsed.result);
     else job.reject(new TracerError(parsed.error.code, parsed.error.message));
-    this.pool.workerIdle(this);
+    if (next) this.pool.workerReady(this);
+    else this.pool.workerIdle(this);
   }
 
   private finish(job: Pending): void {
@@ -238,13 +262,30 @@ class Worker {
     this.setRef(false);
   }
 
-  die(err: TracerError): void {
+  /**
+   * The worker is gone. The running job fails with `err`, unless another
+   * job was `cancelled` (then it is only a bystander); a bystander, and a
+   * pipelined job that never started, go back to the pool's queue.
+   */
+  die(err: TracerError, cancelled?: Pending): void {
     if (this.dead) return;
     this.dead = true;
     const job = this.job;
+    const next = this.next;
+    this.next = undefined;
     if (job) {
-      this.finish(job);
-      job.reject(err);
+      if (cancelled && cancelled !== job) {
+        if (job.timer) clearTimeout(job.timer);
+        this.job = undefined;
+        this.pool.requeue(job, err);
+      } else {
+        this.finish(job);
+        job.reject(err);
+      }
+    }
+    if (next) {
+      if (next === cancelled) next.reject(err);
+      else this.pool.requeue(next, err);
     }
     this.pool.workerDied(this, err);
   }
@@ -297,8 +338,13 @@ export class TracerPool {
    * which saves a round trip per job — the way to trace a benchmark or a
    * harvest. Resolves to one entry per job, in order: its Trace, or the
    * TracerError that job got (a bad job does not fail the others).
+   *
+   * By default each worker gets the same number of batches (at least four)
+   * of at most 64 jobs and at least 16: a worker idles between answering one
+   * batch and receiving the next, so fewer, larger batches keep it busier,
+   * and equal shares end together.
    */
-  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 16): Promise<Array<Trace | TracerError>> {
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize?: number): Promise<Array<Trace | TracerError>> {
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
     jobs.forEach((job, index) => {
@@ -306,14 +352,16 @@ export class TracerPool {
       if (parsed.success) valid.push({ index, job: parsed.data });
       else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     });
+    const rounds = Math.max(4, Math.ceil(valid.length / (this.size * 64)));
+    const per = batchSize ?? Math.max(16, Math.ceil(valid.length / (this.size * rounds)));
     const batches: Array<typeof valid> = [];
-    for (let i = 0; i < valid.length; i += batchSize) batches.push(valid.slice(i, i + batchSize));
+    for (let i = 0; i < valid.length; i += per) batches.push(valid.slice(i, i + per));
     await Promise.all(
       batches.map(async (batch) => {
         const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
         let raw: unknown;
         try {
-          raw = await this.request('trace_batch', { jobs: batch.map((b) => b.job) }, signal, wall + this.graceMs);
+          raw = await this.submit('trace_batch', { jobs: batch.map((b) => b.job) }, signal, wall + this.graceMs, true);
         } catch (err) {
           for (const b of batch) out[b.index] = err as TracerError;
           return;
@@ -339,10 +387,14 @@ export class TracerPool {
 
   /** Sends any op to a worker (e.g. the judge's ops); the result is unvalidated. */
   request(op: string, params: Record<string, unknown> = {}, signal?: AbortSignal, timeoutMs = 60_000): Promise<unknown> {
+    return this.submit(op, params, signal, timeoutMs, false);
+  }
+
+  private submit(op: string, params: Record<string, unknown>, signal: AbortSignal | undefined, timeoutMs: number, pipelined: boolean): Promise<unknown> {
     if (this.closed) return Promise.reject(new TracerError('closed', 'the tracer pool is closed'));
     if (signal?.aborted) return Promise.reject(new TracerError('cancelled', `'${op}' was cancelled`));
     return new Promise<unknown>((resolve, reject) => {
-      const job: Pending = { id: this.nextId++, op, params, timeoutMs, resolve, reject, signal };
+      const job: Pending = { id: this.nextId++, op, params, timeoutMs, resolve, reject, signal, pipelined };
       if (signal) {
         job.onAbort = () => this.cancel(job);
         signal.addEventListener('abort', job.onAbort, { once: true });
@@ -390,9 +442,9 @@ export class TracerPool {
       return;
     }
     const w = job.worker;
-    if (w && w.job === job) {
-      // The worker is busy with this job: stop it (and the job's child).
-      w.die(new TracerError('cancelled', `'${job.op}' was cancelled`));
+    if (w && (w.job === job || w.next === job)) {
+      // The worker has this job: stop it (and the job's child).
+      w.die(new TracerError('cancelled', `'${job.op}' was cancelled`), job);
       w.kill();
     }
   }
@@ -400,6 +452,16 @@ export class TracerPool {
   private pump(): void {
     while (this.queue.length > 0) {
       let w = this.idle.pop();
+      if (!w && this.workers.length >= this.size) {
+        // every worker is busy: queue a pipelined job behind a pipelined one
+        const job = this.queue[0]!;
+        const busy = this.workers.find((x) => x.canQueue(job));
+        if (busy) {
+          this.queue.shift();
+          busy.send(job);
+          continue;
+        }
+      }
       if (!w) {
         if (this.workers.length >= this.size) return;
         if (this.startFailure) {
@@ -439,6 +501,26 @@ export class TracerPool {
     if (this.closed || w.dead) return;
     this.idle.push(w);
     this.pump();
+  }
+
+  /** @internal A worker started its pipelined job: it may take another behind it. */
+  workerReady(w: Worker): void {
+    if (this.closed || w.dead) return;
+    this.pump();
+  }
+
+  /** @internal A job a dead worker did not finish for reasons of its own: first in line again. */
+  requeue(job: Pending, err: TracerError): void {
+    job.worker = undefined;
+    if (this.closed) {
+      job.reject(err.code === 'closed' ? err : new TracerError('closed', 'the tracer pool was closed'));
+    } else if (job.signal?.aborted) {
+      // cancelled together with the job that brought the worker down
+      if (job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
+      job.reject(new TracerError('cancelled', `'${job.op}' was cancelled`));
+    } else {
+      this.queue.unshift(job);
+    }
   }
 
   /** @internal */
