@@ -16,7 +16,6 @@ what it recorded up to the last chunk.
 from __future__ import annotations
 
 import builtins
-import dis
 import importlib
 import json
 import threading
@@ -24,8 +23,9 @@ from json import dumps as _json_dumps, loads as _json_loads
 import os
 import sys
 import time
-import traceback
 from json.encoder import encode_basestring_ascii as _q
+
+from opcode import opmap as _opmap
 
 from .sandbox import frame as _frame
 from .values import Encoder, Fingerprints, type_name
@@ -49,14 +49,14 @@ DEFAULT_LIMITS = {
 }
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
-_RETURN_OPS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+_RETURN_OPS = frozenset(_opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in _opmap)
 # Where f_lasti points when a generator frame suspends: YIELD_VALUE (all),
 # YIELD_FROM (<=3.10), the LOAD_CONST before YIELD_FROM (3.8-3.10 rewind
 # f_lasti while a `yield from`/`await` is suspended), RESUME (3.13).
-_YIELD_OPS = frozenset(dis.opmap[n] for n in ("YIELD_VALUE", "YIELD_FROM", "RESUME", "SEND")
-                       if n in dis.opmap)
+_YIELD_OPS = frozenset(_opmap[n] for n in ("YIELD_VALUE", "YIELD_FROM", "RESUME", "SEND")
+                       if n in _opmap)
 if sys.version_info < (3, 11):
-    _YIELD_OPS = _YIELD_OPS | {dis.opmap["LOAD_CONST"]}
+    _YIELD_OPS = _YIELD_OPS | {_opmap["LOAD_CONST"]}
 _CHUNK_BYTES = 256 * 1024
 _SMALL_INT = 10 ** 18
 _KEYS = {}  # local name -> its JSON key prefix
@@ -212,6 +212,7 @@ class Recorder:
             head += ',"resumed":true'
         fs.last_event = "call"
         self.emit(head + self.diff(fs, frame) + "}")
+        return fs
 
     def on_line(self, frame, fs, ci, line):
         fs.last_event = "line"
@@ -378,49 +379,60 @@ class SettraceBackend:
             ci = self.rec.info(frame.f_code)
             if not ci.traced:
                 return None
-            self.rec.on_call(frame, ci)
-            return self._local
+            return self._local(self.rec.on_call(frame, ci), ci)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902 - never let tracing switch itself off
             self._fail(e)
 
-    def _local(self, frame, event, arg):
+    def _local(self, fs, ci):
+        """The frame's own trace function: it holds the frame's state, so an
+        event costs no lookup (events come by the tens of thousands)."""
         rec = self.rec
-        try:
-            entry = rec.frames.get(_ident(frame))
-            if entry is None:
-                return None
-            fs = entry[1]
-            # fs.code, not frame.f_code: reading f_code is an audit event on 3.11+
-            ci = rec.codes[fs.code]
-            if event == "line":
-                rec.on_line(frame, fs, ci, frame.f_lineno)
-            elif event == "return":
-                # settrace says 'return' for a return, a yield and an unwind
-                # alike; the instruction the frame stopped at tells them apart.
-                lasti = frame.f_lasti
-                op = fs.code.co_code[lasti] if lasti >= 0 else None
-                if op in _RETURN_OPS:
-                    rec.on_return(frame, fs, ci, arg, False, False)
-                elif ci.gen and op in _YIELD_OPS and fs.last_event != "exception":
-                    rec.on_return(frame, fs, ci, arg, True, False)
-                else:
-                    rec.on_return(frame, fs, ci, None, False, True)
-            elif event == "exception":
-                rec.on_exception(frame, fs, ci, arg[1])
-            return self._local
-        except _Stop:
-            raise
-        except BaseException as e:  # noqa: B902
-            self._fail(e)
+        on_line = rec.on_line
+        code = fs.code
+        frames = rec.frames
+
+        def local(frame, event, arg):
+            try:
+                if event == "line":
+                    on_line(frame, fs, ci, frame.f_lineno)
+                elif event == "return":
+                    if frames.get(_ident(frame)) is None:
+                        return None  # already finished (a limit stopped the run)
+                    # settrace says 'return' for a return, a yield and an unwind
+                    # alike; the instruction the frame stopped at tells them apart.
+                    lasti = frame.f_lasti
+                    op = code.co_code[lasti] if lasti >= 0 else None
+                    if op in _RETURN_OPS:
+                        rec.on_return(frame, fs, ci, arg, False, False)
+                    elif ci.gen and op in _YIELD_OPS and fs.last_event != "exception":
+                        rec.on_return(frame, fs, ci, arg, True, False)
+                    else:
+                        rec.on_return(frame, fs, ci, None, False, True)
+                elif event == "exception":
+                    rec.on_exception(frame, fs, ci, arg[1])
+                return local
+            except _Stop:
+                raise
+            except BaseException as e:  # noqa: B902
+                self._fail(e)
+        return local
 
     def _fail(self, e):
         if isinstance(e, MemoryError):
             self.rec.limit("memory", "the run used more than %d MB" % self.rec.limits["memoryMb"])
         self.rec.ctx.send(b"E", _json_dumps({"code": "tracer_internal", "message": "tracer failed: %s: %s\n%s" % (
-            type(e).__name__, e, traceback.format_exc())}).encode())
+            type(e).__name__, e, _format_exc())}).encode())
         _hard_exit()
+
+
+def _format_exc() -> str:
+    try:
+        import traceback  # only on this failure path: the worker starts without it
+        return traceback.format_exc()
+    except BaseException:  # noqa: B902 - the report matters more than its traceback
+        return ""
 
 
 def _hard_exit():

@@ -27,7 +27,6 @@ import gc
 import json
 import os
 import sys
-import traceback
 
 from . import tracer
 
@@ -129,7 +128,7 @@ def handle(line: bytes) -> bytes:
     except OpError as e:
         err = {"code": e.code, "message": e.message}
     except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
-        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())}
+        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, tracer._format_exc())}
     return (json.dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 

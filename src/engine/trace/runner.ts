@@ -345,6 +345,7 @@ export class TracerPool {
    * and equal shares end together.
    */
   async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize?: number): Promise<Array<Trace | TracerError>> {
+    this.warm(Math.ceil(jobs.length / 16)); // workers start while the jobs are checked
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
     jobs.forEach((job, index) => {
@@ -474,6 +475,15 @@ export class TracerPool {
       }
       const job = this.queue.shift()!;
       w.send(job);
+    }
+  }
+
+  /** Starts idle workers up to `n` (at most the pool's size) ahead of the work. */
+  private warm(n: number): void {
+    while (!this.closed && !this.startFailure && this.workers.length < Math.min(this.size, n)) {
+      const w = this.startWorker();
+      if (!w) return;
+      this.idle.push(w);
     }
   }
 
