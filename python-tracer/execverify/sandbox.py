@@ -71,6 +71,9 @@ _WRITE_EVENTS = frozenset([
 _NET_EVENTS = frozenset(["socket.__new__", "socket.connect", "socket.bind", "socket.sendto",
                          "socket.getaddrinfo", "socket.gethostbyname"])
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+# Every event the audit hook acts on (the hook returns at once for others).
+_WATCHED = _SPAWN_EVENTS | _WRITE_EVENTS | _NET_EVENTS | frozenset([
+    "open", "os.kill", "os.killpg", "signal.pthread_kill", "sys.settrace", "sys.setprofile"])
 
 
 class Limits:
@@ -275,7 +278,11 @@ class _Stdin:
 
 
 def _audit_hook(ctx):
+    watched = _WATCHED
+
     def hook(event, args):
+        if event not in watched:
+            return  # most events (attribute reads, compile, exec): one set lookup
         limits = ctx.limits
         if event in _SPAWN_EVENTS:
             if not ctx.allow_spawn:

@@ -191,14 +191,14 @@ class Recorder:
         return idx
 
     # -- events --------------------------------------------------------
-    def on_call(self, frame, ci):
+    def on_call(self, frame, ci, code):
         key = _ident(frame)
         entry = self.frames.get(key)
         resumed = entry is not None and entry[0] is frame
         if resumed:
             fs = entry[1]
         else:
-            fs = _FrameState(self.next_fid, frame.f_code, ci)
+            fs = _FrameState(self.next_fid, code, ci)
             self.next_fid += 1
             self.frames[key] = (frame, fs)
         parent = self.stack[-1][1].fid if self.stack else None
@@ -376,10 +376,11 @@ class SettraceBackend:
 
     def _global(self, frame, event, arg):
         try:
-            ci = self.rec.info(frame.f_code)
+            code = frame.f_code  # (an audit event on 3.11+: read once)
+            ci = self.rec.info(code)
             if not ci.traced:
                 return None
-            return self._local(self.rec.on_call(frame, ci), ci)
+            return self._local(self.rec.on_call(frame, ci, code), ci)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902 - never let tracing switch itself off
@@ -507,7 +508,7 @@ class MonitoringBackend:
                 return self.mon.DISABLE
             if code not in self.local_set:
                 self._instrument(code)
-            self.rec.on_call(sys._getframe(1), ci)
+            self.rec.on_call(sys._getframe(1), ci, code)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902
@@ -518,7 +519,7 @@ class MonitoringBackend:
             ci = self.rec.codes.get(code)
             if ci is None or not ci.traced:
                 return self.mon.DISABLE
-            self.rec.on_call(sys._getframe(1), ci)
+            self.rec.on_call(sys._getframe(1), ci, code)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902
@@ -529,7 +530,7 @@ class MonitoringBackend:
             ci = self.rec.codes.get(code)
             if ci is None or not ci.traced:
                 return
-            self.rec.on_call(sys._getframe(1), ci)
+            self.rec.on_call(sys._getframe(1), ci, code)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902
