@@ -21,7 +21,8 @@ Messages child → parent are framed: 1 type byte + 4-byte big-endian length +
 payload. `ctx.send(kind, payload)` writes one; the parent collects them.
 Types used here: b"R" the child's final result (JSON), b"L" a limit hit
 (JSON {"limit", "message"}), b"E" an internal error (JSON {"code","message"}).
-Callers may add their own (the tracer streams steps as b"S").
+Callers may add their own (the tracer streams steps as b"S" and ends with its
+finished trace as b"T").
 
 Usage from other ops (e.g. the judge's sandboxed evaluation):
 
@@ -524,10 +525,11 @@ class Runner:
     or crash, and whenever a job changed the process: new modules, threads,
     builtins, working directory, or it grew by more than 128 MB.
 
-    handler(ctx, payload: bytes) runs in the child and must send b"R", b"E",
-    b"X" (a bad job) or b"N" (refused before running anything: the caller runs
-    it elsewhere) for each job; the child then reports b"K" (kept) or b"Q"
-    (leaving).
+    handler(ctx, payload: bytes) runs in the child and must send its result
+    (the tracer's b"T", through ctx.send_final), b"E", b"X" (a bad job) or
+    b"N" (refused before running anything: the caller runs it elsewhere) for
+    each job; the child then reports b"K" (kept) or b"Q" (leaving), in the
+    same write as the held final frames.
     """
 
     def __init__(self, handler, limits: Limits):

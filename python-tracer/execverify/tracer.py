@@ -136,6 +136,7 @@ class Recorder:
     def __init__(self, ctx, limits: dict, files: list, trace_roots=(), entry_json="null"):
         self.ctx = ctx
         self.entry_json = entry_json  # the trace's `entry`, as JSON text
+        self.preload_codes = ()  # code objects to instrument up front (monitoring)
         self.limits = limits
         self.files = files  # [{"path", "source"}], index = file id
         self.file_index = {f["filename"]: i for i, f in enumerate(files)}
@@ -759,8 +760,8 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
     rec = Recorder(ctx, lim, files, roots, entry_text)
     backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
     backend = backend_cls(rec)
-    if backend.name == "monitoring":
-        rec.preload_codes = job.codes if job.codes is not None else _all_codes(job.code) if job.code is not None else []
+    if backend.name == "monitoring" and job.code is not None:
+        rec.preload_codes = job.codes or _all_codes(job.code)
     state = {"active": False}
 
     def stop():
@@ -986,8 +987,7 @@ def prefork() -> None:
     """Forks the kept child for default limits now, so the first batch does
     not wait for it (called by the worker once it is ready)."""
     from . import sandbox
-    job = Job({}, "call", "", "<source>", None, {"kind": "call", "expr": "f()"}, None)
-    slimits = _sandbox_limits(job, {})
+    slimits = _limits_for(resolve_limits(None), {})
     if slimits.memory_mb not in _RUNNERS:
         _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
 
@@ -1003,8 +1003,11 @@ def _run_fresh(params: dict):
 
 
 def _sandbox_limits(job: Job, params: dict):
+    return _limits_for(job.limits, params)
+
+
+def _limits_for(lim: dict, params: dict):
     from . import sandbox
-    lim = job.limits
     return sandbox.Limits(
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
         output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),

@@ -339,12 +339,11 @@ export class TracerPool {
    * harvest. Resolves to one entry per job, in order: its Trace, or the
    * TracerError that job got (a bad job does not fail the others).
    *
-   * By default each worker gets the same number of batches (at least four)
-   * of at most 64 jobs and at least 16: a worker idles between answering one
-   * batch and receiving the next, so fewer, larger batches keep it busier,
-   * and equal shares end together.
+   * A busy worker already holds its next batch (pipelined), so it never
+   * waits a round trip between batches; small batches still even out the
+   * load at the end.
    */
-  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize?: number): Promise<Array<Trace | TracerError>> {
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 16): Promise<Array<Trace | TracerError>> {
     this.warm(Math.ceil(jobs.length / 16)); // workers start while the jobs are checked
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
@@ -353,10 +352,8 @@ export class TracerPool {
       if (parsed.success) valid.push({ index, job: parsed.data });
       else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     });
-    const rounds = Math.max(4, Math.ceil(valid.length / (this.size * 64)));
-    const per = batchSize ?? Math.max(16, Math.ceil(valid.length / (this.size * rounds)));
     const batches: Array<typeof valid> = [];
-    for (let i = 0; i < valid.length; i += per) batches.push(valid.slice(i, i + per));
+    for (let i = 0; i < valid.length; i += batchSize) batches.push(valid.slice(i, i + batchSize));
     await Promise.all(
       batches.map(async (batch) => {
         const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
