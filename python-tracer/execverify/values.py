@@ -617,18 +617,11 @@ class Fingerprints:
         if t in _SEQ_TYPES:
             n = len(v)
             keep = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
-            subs = []
             if set(map(type, keep)) <= _FP_ATOMS:
-                return True if (t is tuple or t is frozenset) else (0, n, keep, subs)
-            for pos, x in enumerate(keep):
-                tx = type(x)
-                if tx in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
-                    continue
-                sub = self.make(x, depth + 1)
-                if sub is None:
-                    return None
-                if sub is not True:
-                    subs.append((pos, sub))
+                return True if (t is tuple or t is frozenset) else (0, n, keep, [])
+            subs = self._subs(keep, depth)
+            if subs is None:
+                return None
             if (t is tuple or t is frozenset) and not subs:
                 return True  # deeply immutable: identity is enough
             return (0, n, keep, subs)
@@ -636,24 +629,15 @@ class Fingerprints:
             n = len(v)
             ks = list(v) if n <= self.prefix else list(_islice(v, self.prefix))
             vs = list(v.values()) if n <= self.prefix else list(_islice(v.values(), self.prefix))
-            subs = []
             flat = set(map(type, vs)) <= _FP_ATOMS
             if flat and set(map(type, ks)) <= _FP_ATOMS:
-                return (1, n, ks, vs, subs)
-            for pos, x in enumerate(ks):
+                return (1, n, ks, vs, [])
+            for x in ks:
                 if type(x) not in _FP_ATOMS and not isinstance(x, _IDENTITY_STABLE):
-                    sub = self.make(x, depth + 1)
-                    if sub is not True:
+                    if self.make(x, depth + 1) is not True:
                         return None  # mutable-looking keys: just re-encode
-            for pos, x in enumerate(vs):
-                if type(x) in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
-                    continue
-                sub = self.make(x, depth + 1)
-                if sub is None:
-                    return None
-                if sub is not True:
-                    subs.append((pos, sub))
-            return (1, n, ks, vs, subs)
+            subs = self._subs(vs, depth)
+            return None if subs is None else (1, n, ks, vs, subs)
         if t.__repr__ is object.__repr__ and not isinstance(v, _IDENTITY_STABLE):
             plain = self._plain.get(t)
             if plain is None:
@@ -671,17 +655,23 @@ class Fingerprints:
                 return None
             ks = list(_islice(d, self.attrs))
             vs = list(_islice(d.values(), self.attrs))
-            subs = []
-            for pos, x in enumerate(vs):
-                if type(x) in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
-                    continue
-                sub = self.make(x, depth + 1)
-                if sub is None:
-                    return None
-                if sub is not True:
-                    subs.append((pos, sub))
-            return (2, t, len(d), ks, vs, subs)
+            subs = self._subs(vs, depth)
+            return None if subs is None else (2, t, len(d), ks, vs, subs)
         return None
+
+    def _subs(self, xs, depth):
+        """[(position, fingerprint)] of the members of xs whose encoding can
+        change, or None when one of them cannot be fingerprinted."""
+        subs = []
+        for pos, x in enumerate(xs):
+            if type(x) in _FP_ATOMS or isinstance(x, _IDENTITY_STABLE):
+                continue
+            sub = self.make(x, depth + 1)
+            if sub is None:
+                return None
+            if sub is not True:
+                subs.append((pos, sub))
+        return subs
 
     def same(self, v, fp) -> bool:
         """Whether v still has fingerprint fp (then its encoding is unchanged)."""
