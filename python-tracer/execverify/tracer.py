@@ -19,7 +19,7 @@ import builtins
 import importlib
 import json
 import threading
-from json import dumps as _json_dumps, loads as _json_loads
+from json import dumps as _json_dumps
 import os
 import sys
 import time
@@ -342,15 +342,26 @@ class Recorder:
             self.total_bytes += self.buf_bytes
             self.buf = []
             self.buf_bytes = 0
-        head = '%s%s"},"entry":%s,"files":[%s],"steps":[' % (
-            _HEAD_START, backend, self.entry_json,
-            ",".join(['{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in self.files]))
+        head = _head_text(backend, self.entry_json, self.files)
         out, err = self.ctx.stdout, self.ctx.stderr
-        tail = '],"outcome":%s,"stdout":{"text":%s,"truncated":%s},"stderr":{"text":%s,"truncated":%s},"stats":{"events":%d' % (
-            _outcome_json(outcome), _q(out.text()), "true" if out.truncated else "false",
-            _q(err.text()), "true" if err.truncated else "false", self.n)
+        tail = _tail_text(outcome, out.text(), out.truncated, err.text(), err.truncated, self.n)
         cpu = "%.3f" % ((time.process_time() - self.cpu_started) * 1000.0)
         self.ctx.send_final(steps + _frame(b"T", (head + "\n" + tail + "\n" + cpu).encode()))
+
+
+def _head_text(backend: str, entry_text: str, files: list) -> str:
+    """A trace's JSON text up to its steps: `{"schema":...,"steps":[`."""
+    return '%s%s"},"entry":%s,"files":[%s],"steps":[' % (
+        _HEAD_START, backend, entry_text,
+        ",".join(['{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in files]))
+
+
+def _tail_text(outcome: dict, stdout: str, stdout_cut: bool, stderr: str, stderr_cut: bool, events: int) -> str:
+    """A trace's JSON text after its steps, up to the open stats object
+    (`],"outcome":...,"stats":{"events":N`); _assemble closes stats."""
+    return '],"outcome":%s,"stdout":{"text":%s,"truncated":%s},"stderr":{"text":%s,"truncated":%s},"stats":{"events":%d' % (
+        _outcome_json(outcome), _q(stdout), "true" if stdout_cut else "false",
+        _q(stderr), "true" if stderr_cut else "false", events)
 
 
 def _outcome_json(outcome: dict) -> str:
@@ -754,10 +765,7 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         d = os.path.dirname(job.filename) if job.filename != "<source>" and not reused else None
         if d and d not in sys.path:
             sys.path.insert(0, d)
-    entry = job.entry
-    entry_text = ('{"kind":"call","expr":%s}' % _q(entry["expr"]) if job.kind == "call"
-                  else _json_dumps(_entry_json(entry)))
-    rec = Recorder(ctx, lim, files, roots, entry_text)
+    rec = Recorder(ctx, lim, files, roots, _entry_text(job.entry))
     backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
     backend = backend_cls(rec)
     if backend.name == "monitoring" and job.code is not None:
@@ -1118,15 +1126,9 @@ def _assemble(job: Job, out, slimits) -> bytes:
             outcome = {"kind": "limit", "limit": limit, "message": message}
         else:
             outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
-        head = json.dumps({
-            "schema": SCHEMA_VERSION,
-            "python": {"version": _PY_VERSION, "implementation": sys.implementation.name, "backend": job.backend},
-            "entry": _entry_json(job.entry),
-            "files": [{"path": job.display or "<source>", "source": job.source or ""}],
-        })[:-1].encode() + b',"steps":['
-        tail = (b'],"outcome":' + json.dumps(outcome).encode()
-                + b',"stdout":{"text":"","truncated":false},"stderr":{"text":"","truncated":false},"stats":{"events":'
-                + str(steps.count(b'{"i":')).encode())
+        head = _head_text(job.backend, _entry_text(job.entry),
+                          [{"path": job.display or "<source>", "source": job.source or ""}]).encode()
+        tail = _tail_text(outcome, "", False, "", False, steps.count(b'{"i":')).encode()
         cpu = b""
     # stats are closed here with what the parent measured: the job's wall
     # time, and (for a fresh fork, reaped with its rusage) CPU and peak memory
@@ -1140,10 +1142,13 @@ def _assemble(job: Job, out, slimits) -> bytes:
     return head + steps + tail + stats + b"}}"
 
 
-def _entry_json(entry):
+def _entry_text(entry) -> str:
+    """The trace's `entry`, as JSON text."""
     k = entry["kind"]
     if k == "call":
-        return {"kind": "call", "expr": entry["expr"]}
+        return '{"kind":"call","expr":%s}' % _q(entry["expr"])
     if k == "script":
-        return {"kind": "script", "args": [str(a) for a in entry.get("args") or []]}
-    return {"kind": "function", "target": entry["target"], "args": entry.get("args", "")}
+        e = {"kind": "script", "args": [str(a) for a in entry.get("args") or []]}
+    else:
+        e = {"kind": "function", "target": entry["target"], "args": entry.get("args", "")}
+    return _json_dumps(e, separators=(",", ":"))
