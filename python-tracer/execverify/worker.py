@@ -20,6 +20,11 @@ text of its result, to stream large results without re-encoding them.
 Requests are served one at a time (the TypeScript pool runs one worker per
 core). The worker's real stdout is kept for the protocol only: fd 1 is pointed
 at stderr so a stray print (ours or a library's) cannot corrupt it.
+
+`--siblings C:E,...` (how the pool starts several workers at once): the
+worker forks one ready sibling per pair of inherited descriptors, a socket
+for requests and responses and a pipe for stderr. A sibling's first line is
+`{"id": null, "ok": true, "result": {"pid": N}}`.
 """
 from __future__ import annotations
 
@@ -132,16 +137,61 @@ def handle(line: bytes) -> bytes:
     return (json.dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 
-def main() -> int:
-    proto = os.dup(1)
-    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
-    sys.stdout = sys.stderr
-    out = os.fdopen(proto, "wb", buffering=0)
+def _sibling_fds(argv) -> list:
+    """`--siblings C:E,C:E`: inherited descriptor pairs (a request/response
+    socket and a stderr pipe), one pair per sibling worker to fork."""
+    if "--siblings" not in argv:
+        return []
+    spec = argv[argv.index("--siblings") + 1]
+    return [tuple(int(fd) for fd in pair.split(":")) for pair in spec.split(",") if pair]
+
+
+def fork_siblings(pairs) -> bool:
+    """Forks one worker per pair, already started: the pool spawns a single
+    interpreter, which pays start-up and imports once for all its workers.
+
+    Each sibling is forked through a short-lived middle process, so it is
+    nobody's child (init reaps it), and leads its own session, so the pool
+    can kill it and its job's child as one process group. Its fds 0-2 become
+    its pair. Returns True in a sibling, False in the worker that forked them
+    (which closes every pair: a sibling's socket must end when the sibling
+    does)."""
+    fds = [fd for pair in pairs for fd in pair]
+    for chan, err in pairs:
+        middle = os.fork()
+        if middle == 0:
+            try:
+                if os.fork() == 0:
+                    os.setsid()
+                    os.dup2(chan, 0)
+                    os.dup2(chan, 1)
+                    os.dup2(err, 2)
+                    for fd in fds:
+                        os.close(fd)
+                    return True
+            except BaseException:  # noqa: B902 - never serve on the forking worker's pipes
+                pass
+            os._exit(0)
+        os.waitpid(middle, 0)
+    for fd in fds:
+        os.close(fd)
+    return False
+
+
+def main(argv=None) -> int:
+    siblings = _sibling_fds(sys.argv[1:] if argv is None else argv)
     # Everything imported so far is shared by every forked child: keep the
     # collector from touching (and so copying) those pages in each child.
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
+    sibling = bool(siblings) and fork_siblings(siblings)
+    proto = os.dup(1)
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    out = os.fdopen(proto, "wb", buffering=0)
+    if sibling:  # the pool learns a sibling's pid (to kill it) from this line
+        out.write(b'{"id":null,"ok":true,"result":{"pid":%d}}\n' % os.getpid())
     tracer.prefork()
     stdin = sys.stdin.buffer
     while True:

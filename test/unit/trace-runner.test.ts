@@ -2,7 +2,8 @@
 // cancellation, bad programs, restarts, concurrency.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TracerPool, TracerError } from '../../src/engine/trace/runner';
@@ -248,4 +249,79 @@ test('traceMany: cancelling stops the running and the waiting batch, and the poo
 
 test('traceMany keeps every worker fed: more batches than workers all complete in order', async () => {
   sums(await pool.traceMany(sumJobs(40), undefined, 3));
+});
+
+/** Whether pid still runs (not gone, not a zombie awaiting its reaper). */
+function running(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+async function until(check: () => boolean, ms = 5000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (check()) return true;
+  return check();
+}
+const linux = process.platform === 'linux';
+
+test('traceMany starts its workers with one spawn: the others are forked siblings, each its own process group', { skip: !linux && 'reads /proc' }, async () => {
+  const spawns: string[][] = [];
+  const own = new TracerPool({
+    size: 3,
+    spawn: (command, args, options) => {
+      spawns.push(args);
+      return spawn(command, args, options);
+    },
+  });
+  try {
+    sums(await own.traceMany(sumJobs(12), undefined, 2));
+    assert.equal(spawns.length, 1);
+    assert.deepEqual(spawns[0]!.slice(-2), ['--siblings', '3:4,5:6']);
+    // three idle workers: three requests at once go to three processes
+    const pids = ((await Promise.all([0, 1, 2].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+    assert.equal(new Set(pids).size, 3, pids.join(' '));
+    for (const pid of pids) assert.equal(Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]), pid);
+  } finally {
+    await own.close();
+  }
+  assert.equal(spawns.length, 1);
+});
+
+test('cancelling jobs on siblings kills each (and its job), and the pool goes on', { skip: !linux && 'reads /proc' }, async () => {
+  const own = new TracerPool({ size: 2 });
+  try {
+    sums(await own.traceMany(sumJobs(4), undefined, 1)); // both workers started together
+    const pids = ((await Promise.all([0, 1].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+    const hang = { source: 'def f():\n    while True:\n        pass\n', entry: { kind: 'call' as const, expr: 'f()' }, limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000 } };
+    const ctls = [new AbortController(), new AbortController()];
+    const runs = ctls.map((c) => rejects(own.trace(hang, c.signal), 'cancelled'));
+    await new Promise((r) => setTimeout(r, 300));
+    for (const c of ctls) c.abort();
+    await Promise.all(runs);
+    assert.ok(await until(() => pids.every((p) => !running(p))), `still running: ${pids.filter(running).join(' ')}`);
+    sums(await own.traceMany(sumJobs(6), undefined, 2));
+    const again = ((await Promise.all([0, 1].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+    assert.ok(again.every((p) => !pids.includes(p)));
+  } finally {
+    await own.close();
+  }
+});
+
+test('closing a pool ends its siblings', { skip: !linux && 'reads /proc' }, async () => {
+  const own = new TracerPool({ size: 3 });
+  sums(await own.traceMany(sumJobs(6), undefined, 2));
+  const pids = ((await Promise.all([0, 1, 2].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+  await own.close();
+  assert.ok(await until(() => pids.every((p) => !running(p))), `still running: ${pids.filter(running).join(' ')}`);
+});
+
+test('a missing interpreter fails every batch of a multi-worker pool with python_not_found', async () => {
+  const own = new TracerPool({ python: '/nonexistent/python3', size: 3 });
+  try {
+    const results = await own.traceMany(sumJobs(6), undefined, 2);
+    for (const r of results) assert.ok(r instanceof TracerError && r.code === 'python_not_found', String(r));
+  } finally {
+    await own.close();
+  }
 });

@@ -1,7 +1,9 @@
 // The TracerPool: persistent `python -m execverify.worker` processes (one per
 // core by default) that run trace jobs and other ops over JSON lines.
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import type { Socket } from 'node:net';
 import * as os from 'node:os';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { pythonTracerDir, resolvePython, workerEnv } from '../python';
 import { EntrySchema, LimitsSchema, TRACE_SCHEMA_VERSION, type Trace } from './schema';
@@ -77,6 +79,9 @@ const ResponseSchema = z.union([
   }),
 ]);
 
+/** A sibling worker's first line (see worker.py --siblings). */
+const HelloSchema = z.object({ id: z.null(), ok: z.literal(true), result: z.object({ pid: z.number().int().positive() }) });
+
 type SpawnFn = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
 
 export interface TracerPoolOptions {
@@ -112,8 +117,170 @@ interface Pending {
   pipelined?: boolean;
 }
 
+/**
+ * A worker's process as its Worker sees it: the lines in and out, its
+ * stderr, how to stop it, and one call to `ended` when it is gone.
+ */
+interface WorkerProcess {
+  readonly input: Writable;
+  readonly output: Readable;
+  readonly errors: Readable;
+  /** Until its process is known (a sibling's first line), a kill waits. */
+  readonly awaitsPid: boolean;
+  readonly exited: boolean;
+  /** Resolves once the process is gone. */
+  readonly gone: Promise<void>;
+  /** Kills the worker and its job's child: the whole process group. */
+  kill(): void;
+  /** The sibling's first line told its pid. */
+  learnPid(pid: number): void;
+  setRef(on: boolean): void;
+}
+
+type Ended = (status: string, spawnError?: NodeJS.ErrnoException) => void;
+
+/** A worker the pool spawned: `python -m execverify.worker`. */
+class SpawnedProcess implements WorkerProcess {
+  readonly awaitsPid = false;
+  readonly gone: Promise<void>;
+
+  constructor(readonly proc: ChildProcess, ended: Ended) {
+    this.gone = new Promise((resolve) => proc.once('exit', () => resolve()));
+    proc.on('error', (err: NodeJS.ErrnoException) => ended(`failed: ${err.message}`, err));
+    proc.on('exit', (code, signal) => ended(signal ?? `code ${code}`));
+  }
+
+  get input(): Writable {
+    return this.proc.stdin!;
+  }
+  get output(): Readable {
+    return this.proc.stdout!;
+  }
+  get errors(): Readable {
+    return this.proc.stderr!;
+  }
+  get exited(): boolean {
+    return this.proc.exitCode !== null || this.proc.signalCode !== null;
+  }
+
+  kill(): void {
+    if (this.exited) return;
+    killGroup(this.proc.pid, () => this.proc.kill('SIGKILL'));
+  }
+
+  learnPid(): void {
+    /* known from the spawn */
+  }
+
+  setRef(on: boolean): void {
+    if (on) this.proc.ref();
+    else this.proc.unref();
+    refStreams([this.proc.stdout, this.proc.stderr, this.proc.stdin], on);
+  }
+}
+
+/**
+ * A worker forked, ready, by a spawned one (`--siblings`): it talks over a
+ * socket the spawn set up (stdio 3, 5, ...) and writes stderr to the next
+ * one; its first line tells its pid. It leads its own process group.
+ */
+class SiblingProcess implements WorkerProcess {
+  awaitsPid = true;
+  exited = false;
+  readonly gone: Promise<void>;
+  private pid: number | undefined;
+  private killWhenKnown = false;
+
+  constructor(
+    private readonly channel: Socket,
+    readonly errors: Socket,
+    parent: ChildProcess,
+    ended: Ended,
+  ) {
+    this.gone = new Promise((resolve) => {
+      const end = (spawnError?: NodeJS.ErrnoException) => {
+        if (this.exited) return;
+        this.exited = true;
+        resolve();
+        ended(spawnError ? `failed: ${spawnError.message}` : 'exited', spawnError);
+      };
+      channel.once('close', () => end());
+      // a spawn that failed never opens the sockets: they never close
+      parent.once('error', (err: NodeJS.ErrnoException) => end(err));
+    });
+    channel.on('error', () => {
+      /* reported through 'close' */
+    });
+  }
+
+  get input(): Writable {
+    return this.channel;
+  }
+  get output(): Readable {
+    return this.channel;
+  }
+
+  kill(): void {
+    if (this.exited) return;
+    if (this.pid === undefined) this.killWhenKnown = true;
+    else killGroup(this.pid, () => this.channel.destroy());
+  }
+
+  learnPid(pid: number): void {
+    this.pid = pid;
+    this.awaitsPid = false;
+    if (this.killWhenKnown) this.kill();
+  }
+
+  setRef(on: boolean): void {
+    refStreams([this.channel, this.errors], on);
+  }
+}
+
+function killGroup(pid: number | undefined, fallback: () => void): void {
+  try {
+    if (pid !== undefined && process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
+    else fallback();
+  } catch {
+    fallback();
+  }
+}
+
+function refStreams(streams: unknown[], on: boolean): void {
+  for (const s of streams as Array<{ ref?: () => void; unref?: () => void } | null>) {
+    if (on) s?.ref?.();
+    else s?.unref?.();
+  }
+}
+
+/**
+ * Starts `count` workers with one interpreter: the spawned worker forks the
+ * others once it has imported everything (worker.py --siblings), so start-up
+ * and imports are paid once (and a pyenv-style shim runs once). One socket
+ * (requests and responses) and one stderr pipe per sibling ride on the
+ * spawn's extra stdio. Windows has no fork: one spawn per worker there.
+ */
+function startProcesses(spawn: SpawnFn, python: string, env: NodeJS.ProcessEnv, count: number, ended: Ended[]): WorkerProcess[] {
+  const siblings = process.platform === 'win32' ? 0 : count - 1;
+  const pairs = Array.from({ length: siblings }, (_, k) => `${3 + 2 * k}:${4 + 2 * k}`);
+  // detached: the worker leads its own process group, so a cancel can kill
+  // it together with the forked child running the job. -S: the worker runs
+  // `site` itself when a job first needs it (tracer.ensure_site), so a
+  // worker that only traces self-contained calls answers sooner.
+  const args = ['-u', '-S', '-m', 'execverify.worker', ...(siblings ? ['--siblings', pairs.join(',')] : [])];
+  const proc = spawn(python, args, {
+    env,
+    stdio: Array.from({ length: 3 + 2 * siblings }, () => 'pipe' as const),
+    detached: process.platform !== 'win32',
+  });
+  const out: WorkerProcess[] = [new SpawnedProcess(proc, ended[0]!)];
+  for (let k = 0; k < siblings; k++) {
+    out.push(new SiblingProcess(proc.stdio[3 + 2 * k] as Socket, proc.stdio[4 + 2 * k] as Socket, proc, ended[k + 1]!));
+  }
+  return out;
+}
+
 class Worker {
-  proc: ChildProcess;
   /** The job the worker is running (its timer runs). */
   job: Pending | undefined;
   /**
@@ -128,43 +295,27 @@ class Worker {
 
   constructor(
     private readonly pool: TracerPool,
-    spawn: SpawnFn,
-    python: string,
-    env: NodeJS.ProcessEnv,
+    readonly proc: WorkerProcess,
+    private readonly python: string,
   ) {
-    // detached: the worker leads its own process group, so a cancel can kill
-    // it together with the forked child running the job. -S: the worker runs
-    // `site` itself when a job first needs it (tracer.ensure_site), so a
-    // worker that only traces self-contained calls answers sooner.
-    this.proc = spawn(python, ['-u', '-S', '-m', 'execverify.worker'], {
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: process.platform !== 'win32',
-    });
-    this.proc.stdout?.on('data', (chunk: Buffer) => this.onData(chunk));
-    this.proc.stderr?.on('data', (chunk: Buffer) => {
+    this.proc.output.on('data', (chunk: Buffer) => this.onData(chunk));
+    this.proc.errors.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
     });
-    this.proc.stdin?.on('error', () => {
-      /* reported through 'exit' */
-    });
-    this.proc.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT' || err.code === 'EACCES') {
-        this.die(new TracerError('python_not_found', `Python interpreter '${python}' could not be started (${err.code})`));
-      } else {
-        this.die(new TracerError('worker_crashed', `tracer worker failed: ${err.message}`));
-      }
-    });
-    this.proc.on('exit', (code, signal) => {
-      const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
-      this.die(
-        new TracerError(
-          'worker_crashed',
-          `tracer worker exited (${signal ?? `code ${code}`})${tail ? `: ${tail}` : ''}`,
-        ),
-      );
+    this.proc.input.on('error', () => {
+      /* reported through the end of the process */
     });
     this.setRef(false);
+  }
+
+  /** The process is gone (or never started). */
+  ended(status: string, spawnError?: NodeJS.ErrnoException): void {
+    if (spawnError?.code === 'ENOENT' || spawnError?.code === 'EACCES') {
+      this.die(new TracerError('python_not_found', `Python interpreter '${this.python}' could not be started (${spawnError.code})`));
+      return;
+    }
+    const tail = this.stderrTail.trim().split('\n').slice(-3).join(' | ');
+    this.die(new TracerError('worker_crashed', `tracer worker ${spawnError ? status : `exited (${status})`}${tail ? `: ${tail}` : ''}`));
   }
 
   /** Whether `job` may be written behind the running one. */
@@ -178,7 +329,7 @@ class Worker {
     else this.start(job);
     this.setRef(true);
     const line = JSON.stringify({ ...job.params, id: job.id, op: job.op }) + '\n';
-    this.proc.stdin?.write(line);
+    this.proc.input.write(line);
   }
 
   private start(job: Pending): void {
@@ -192,28 +343,12 @@ class Worker {
 
   /** Kills the worker and the job's child (the whole process group). */
   kill(): void {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
-    const pid = this.proc.pid;
-    try {
-      if (pid !== undefined && process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
-      else this.proc.kill('SIGKILL');
-    } catch {
-      this.proc.kill('SIGKILL');
-    }
+    this.proc.kill();
   }
 
   private setRef(on: boolean): void {
     // An idle pool must not keep the process alive; a busy one must.
-    const streams = [this.proc.stdout, this.proc.stderr, this.proc.stdin] as unknown as Array<
-      { ref?: () => void; unref?: () => void } | null
-    >;
-    if (on) {
-      this.proc.ref();
-      for (const s of streams) s?.ref?.();
-    } else {
-      this.proc.unref();
-      for (const s of streams) s?.unref?.();
-    }
+    this.proc.setRef(on);
   }
 
   private onData(chunk: Buffer): void {
@@ -233,6 +368,7 @@ class Worker {
   }
 
   private onLine(line: Buffer): void {
+    if (this.proc.awaitsPid) return this.onHello(line);
     const job = this.job;
     if (!job) return; // a late answer to a cancelled job: ignore
     let parsed: z.infer<typeof ResponseSchema>;
@@ -253,6 +389,19 @@ class Worker {
     else job.reject(new TracerError(parsed.error.code, parsed.error.message));
     if (next) this.pool.workerReady(this);
     else this.pool.workerIdle(this);
+  }
+
+  /** A sibling's first line: its pid. */
+  private onHello(line: Buffer): void {
+    let pid: number;
+    try {
+      pid = HelloSchema.parse(JSON.parse(line.toString('utf8'))).result.pid;
+    } catch (err) {
+      this.kill();
+      this.die(new TracerError('protocol', `the worker did not say hello: ${(err as Error).message.slice(0, 200)}`));
+      return;
+    }
+    this.proc.learnPid(pid);
   }
 
   private finish(job: Pending): void {
@@ -344,7 +493,7 @@ export class TracerPool {
    * load at the end.
    */
   async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 16): Promise<Array<Trace | TracerError>> {
-    this.warm(Math.ceil(jobs.length / 16)); // workers start while the jobs are checked
+    this.warm(Math.ceil(jobs.length / batchSize)); // workers start while the jobs are checked
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
     jobs.forEach((job, index) => {
@@ -411,13 +560,13 @@ export class TracerPool {
     const exits = this.workers.map(
       (w) =>
         new Promise<void>((resolve) => {
-          if (w.dead || w.proc.exitCode !== null) return resolve();
-          w.proc.once('exit', () => resolve());
+          if (w.dead || w.proc.exited) return resolve();
+          void w.proc.gone.then(resolve);
           const busy = w.job !== undefined;
           if (busy) w.die(err);
-          w.proc.ref(); // keep this process alive until the worker is gone
+          w.proc.setRef(true); // keep this process alive until the worker is gone
           if (busy) w.kill();
-          else w.proc.stdin?.end();
+          else w.proc.input.end();
           setTimeout(() => {
             w.kill();
             resolve();
@@ -467,7 +616,7 @@ export class TracerPool {
           for (const job of this.queue.splice(0)) job.reject(err);
           return;
         }
-        w = this.startWorker();
+        w = this.startWorkers(1)[0];
         if (!w) return;
       }
       const job = this.queue.shift()!;
@@ -477,30 +626,32 @@ export class TracerPool {
 
   /** Starts idle workers up to `n` (at most the pool's size) ahead of the work. */
   private warm(n: number): void {
-    while (!this.closed && !this.startFailure && this.workers.length < Math.min(this.size, n)) {
-      const w = this.startWorker();
-      if (!w) return;
-      this.idle.push(w);
-    }
+    const missing = Math.min(this.size, n) - this.workers.length;
+    if (this.closed || this.startFailure || missing <= 0) return;
+    this.idle.push(...this.startWorkers(missing));
   }
 
-  private startWorker(): Worker | undefined {
+  /** Starts `count` workers with one spawn (see startProcesses). */
+  private startWorkers(count: number): Worker[] {
     let dir: string;
     try {
       dir = this.tracerDir ?? pythonTracerDir();
     } catch (err) {
       this.startFailure = new TracerError('python_not_found', (err as Error).message, '');
       this.pump();
-      return undefined;
+      return [];
     }
     // Bytecode on (empty = off) for the worker only: it caches its own
     // package's .pyc (start-up ~2x faster than compiling it each time) and
     // imports nothing else; the sandboxed child that runs traced code sets
     // sys.dont_write_bytecode, so a user's project never gets __pycache__.
     const env = { ...workerEnv(this.env, dir), PYTHONDONTWRITEBYTECODE: '' };
-    const w = new Worker(this, this.spawn, this.python, env);
-    this.workers.push(w);
-    return w;
+    const started: Worker[] = [];
+    // a process reports its end to its Worker (ends come later, as events)
+    const ended = Array.from({ length: count }, (_, k): Ended => (status, spawnError) => started[k]!.ended(status, spawnError));
+    for (const proc of startProcesses(this.spawn, this.python, env, count, ended)) started.push(new Worker(this, proc, this.python));
+    this.workers.push(...started);
+    return started;
   }
 
   /** @internal */
@@ -534,7 +685,7 @@ export class TracerPool {
   workerDied(w: Worker, err: TracerError): void {
     this.workers = this.workers.filter((x) => x !== w);
     this.idle = this.idle.filter((x) => x !== w);
-    if (w.proc.exitCode === null && w.proc.signalCode === null) w.kill();
+    if (!w.proc.exited) w.kill();
     // A missing interpreter will not appear by retrying: fail what is queued.
     if (err.code === 'python_not_found') {
       this.startFailure = err;
