@@ -33,9 +33,9 @@ Usage from other ops (e.g. the judge's sandboxed evaluation):
 """
 from __future__ import annotations
 
+import _signal as signal  # not `signal`, which imports enum: worker start-up time
+import _thread
 import errno
-import json
-from json import dumps as _json_dumps
 try:
     import fcntl
 except ImportError:  # not POSIX
@@ -44,10 +44,12 @@ import mmap
 import os
 import resource
 import select
-import signal
 import struct
 import sys
 import time
+
+from . import jsonc
+from .jsonc import dumps as _json_dumps
 
 _HDR = struct.Struct(">cI")
 # One read of the message pipe. A pipe holds 64 KiB, so asking for more only
@@ -500,11 +502,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     out.wall_ms = (time.monotonic() - start) * 1000.0
     if status is not None:
         if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            try:
-                out.signal = signal.Signals(sig).name
-            except ValueError:
-                out.signal = str(sig)
+            out.signal = _signal_name(os.WTERMSIG(status))
         elif os.WIFEXITED(status):
             out.exit_code = os.WEXITSTATUS(status)
     if rusage is not None:
@@ -564,7 +562,7 @@ class Runner:
         never started because it left first (run them again elsewhere)."""
         results = [None] * len(payloads)
         i = 0
-        spec = json.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
+        spec = jsonc.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
                            "allow_writes": limits.allow_writes}).encode() + b"\n"
         while i < len(payloads) and not self.dead:
             # a window that fits in the pipe, so writing never blocks
@@ -669,10 +667,7 @@ class Runner:
             time.sleep(pause)
             pause = min(pause * 2, 0.01)
         if os.WIFSIGNALED(status):
-            try:
-                out.signal = signal.Signals(os.WTERMSIG(status)).name
-            except ValueError:
-                out.signal = str(os.WTERMSIG(status))
+            out.signal = _signal_name(os.WTERMSIG(status))
         elif os.WIFEXITED(status):
             out.exit_code = os.WEXITSTATUS(status)
 
@@ -717,7 +712,6 @@ def _rss_reader():
 
 def _runner_child(handler, limits, jobs_fd, msg_fd):
     import builtins
-    import threading
     ctx = Context(msg_fd, limits)
     _child_setup(ctx, limits, keep=(jobs_fd,))
     # Long-lived: the per-job CPU limit is ITIMER_PROF; RLIMIT_CPU only
@@ -742,7 +736,7 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
         payload = reader.readline().rstrip(b"\n")
         if head != spec_line:  # a batch repeats one spec: parse it once
             spec_line = head
-            spec = json.loads(head)
+            spec = jsonc.loads(head)
             job_limits = Limits(wall_ms=spec["wall_ms"], cpu_ms=spec["cpu_ms"], memory_mb=limits.memory_mb,
                                 output_bytes=spec["output_bytes"], allow_writes=spec["allow_writes"])
         ctx.limits = job_limits
@@ -764,7 +758,7 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
             return
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
-        clean = (len(sys.modules) == base_modules and threading.active_count() == 1
+        clean = (len(sys.modules) == base_modules and _thread._count() == 0
                  and list(builtins.__dict__.values()) == base_builtins
                  and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
         data, ctx.held = ctx.held, b""
@@ -775,6 +769,15 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
 
 _END_KEPT = frame(b"K", b"")
 _END_LEAVING = frame(b"Q", b"")
+
+
+def _signal_name(n: int) -> str:
+    """SIGKILL for 9 (the `signal` module, with its enum, only on this path)."""
+    import signal as signal_module
+    try:
+        return signal_module.Signals(n).name
+    except ValueError:
+        return str(n)
 
 
 def _kill(pid, sig):
@@ -819,14 +822,14 @@ def call_isolated(fn, limits: Limits = None):
     out = run_isolated(child, limits)
     res = out.last(b"R")
     if res is not None:
-        return json.loads(res.decode())
+        return jsonc.loads(res)
     lim = out.last(b"L")
     if lim is not None:
-        d = json.loads(lim.decode())
+        d = jsonc.loads(lim)
         return {"ok": False, "kind": "limit", "limit": d["limit"], "message": d["message"]}
     err = out.last(b"E")
     if err is not None:
-        d = json.loads(err.decode())
+        d = jsonc.loads(err)
         return {"ok": False, "kind": "raised", "type": "InternalError", "message": d["message"]}
     kind, limit, message = crash_description(out, limits)
     res = {"ok": False, "kind": kind, "message": message}

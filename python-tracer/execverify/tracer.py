@@ -16,17 +16,15 @@ what it recorded up to the last chunk.
 from __future__ import annotations
 
 import builtins
-import importlib
-import json
-import threading
-from json import dumps as _json_dumps
 import os
 import sys
 import time
-from json.encoder import encode_basestring_ascii as _q
 
 from opcode import opmap as _opmap
 
+from . import jsonc
+from .jsonc import dumps as _json_dumps
+from .jsonc import quote as _q
 from .sandbox import frame as _frame
 from .values import Encoder, Fingerprints, type_name
 
@@ -813,6 +811,7 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
     else:
         modname, _, fname = job.entry["target"].partition(":")
         try:
+            import importlib
             mod = importlib.import_module(modname)
             target = mod
             for part in fname.split("."):
@@ -879,7 +878,10 @@ def _guard_settrace(ctx):
 
     guarded._execverify_ctx = ctx
     sys.settrace = guarded
-    threading.settrace = guarded
+    # threading.settrace's hook reaches new threads through sys.settrace,
+    # guarded above; the worker does not import threading (start-up time).
+    if "threading" in sys.modules:
+        sys.modules["threading"].settrace = guarded
 
 
 def _stack_depth():
@@ -914,7 +916,7 @@ def trace(params: dict, sandbox_limits=None) -> dict:
     result without re-parsing the steps (see worker.trace_op_bytes).
     """
     data = trace_bytes(params)
-    return json.loads(data.decode())
+    return jsonc.loads(data)
 
 
 # Names through which a program could reach state shared with later jobs
@@ -957,7 +959,7 @@ def _may_reuse(params: dict) -> bool:
 
 
 def _runner_handler(ctx, payload: bytes) -> None:
-    params = json.loads(payload)
+    params = jsonc.loads(payload)
     try:
         job = prepare(params)
     except JobError as e:
@@ -1055,7 +1057,7 @@ def trace_many_bytes(jobs: list) -> list:
         if not batch:
             return
         slimits = batch[0][3]
-        payloads = [json.dumps(p).encode() for _, p, _, _ in batch]
+        payloads = [jsonc.dumps(p).encode() for _, p, _, _ in batch]
         pending = list(range(len(batch)))
         refused = []
         for _attempt in range(2):
@@ -1110,12 +1112,12 @@ def _assemble(job: Job, out, slimits) -> bytes:
     from . import sandbox
     x = out.last(b"X")
     if x is not None:
-        d = json.loads(x.decode())
+        d = jsonc.loads(x)
         raise JobError(d["code"], d["message"])
     err = out.last(b"E")
     final = out.last(b"T")
     if final is None and err is not None:
-        d = json.loads(err.decode())
+        d = jsonc.loads(err)
         raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
     steps = b",".join(p for p in out.chunks(b"S") if p)
     if final is not None:

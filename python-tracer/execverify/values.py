@@ -21,15 +21,15 @@ so traces are deterministic across runs and backends.
 """
 from __future__ import annotations
 
+import _signal  # not `signal`, which imports enum: worker start-up time
 import math
 import operator
-import re
-import signal
 import sys
 import types
-from collections import deque
+from _collections import deque
 from itertools import islice as _islice
-from json.encoder import encode_basestring_ascii as _q
+
+from .jsonc import quote as _q
 
 _NoneType = type(None)
 _ATOM_TYPES = frozenset([int, float, str, bytes, bool, _NoneType, complex])
@@ -43,7 +43,27 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, deque)
 _INT_BITS_MAX = 13000
 _HAS_INT_LIMIT = hasattr(sys, "set_int_max_str_digits")  # 3.11+: huge int repr raises
 _SIZED = frozenset([str, bytes])  # ~3900 decimal digits: below the 3.11+ int/str limit
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _strip_addresses(s: str) -> str:
+    """Every " at 0x<hex>" made " at <addr>" (as re.sub(r" at 0x[0-9a-fA-F]+")
+    would: the worker does not import re)."""
+    i = s.find(" at 0x")
+    if i < 0:
+        return s
+    out = []
+    start = 0
+    n = len(s)
+    while i >= 0:
+        j = i + 6
+        while j < n and s[j] in _HEX:
+            j += 1
+        out.append(s[start:i] + " at <addr>" if j > i + 6 else s[start:j])
+        start = j
+        i = s.find(" at 0x", j)
+    out.append(s[start:])
+    return "".join(out)
 # An object's identity, like id(), but without id()'s audit event: the
 # sandbox's audit hook is a Python function, and calling it for each of the
 # hundreds of thousands of ids a trace compares costs more than the tracing.
@@ -178,7 +198,7 @@ class Encoder:
             s = "<str() raised %s>" % type(e).__name__
         if len(s) > limit:
             s = s[:limit] + "..."
-        return _ADDR.sub(" at <addr>", s)
+        return _strip_addresses(s)
 
     # -- pieces ---------------------------------------------------------
     def _tjson(self, t) -> str:
@@ -519,7 +539,7 @@ class Encoder:
         if len(r) > limit + 1:
             r = r[: limit + 1]
         if "0x" in r:
-            r = _ADDR.sub(" at <addr>", r)
+            r = _strip_addresses(r)
         return r, failed
 
     def _guarded(self, fn, v):
@@ -539,15 +559,15 @@ class Encoder:
         old_handler = None
         try:
             try:
-                old_handler = signal.signal(signal.SIGALRM, _on_alarm)
-                signal.setitimer(signal.ITIMER_REAL, self.repr_timeout)
+                old_handler = _signal.signal(_signal.SIGALRM, _on_alarm)
+                _signal.setitimer(_signal.ITIMER_REAL, self.repr_timeout)
             except (ValueError, OSError):  # not the main thread
                 old_handler = None
             return fn(v)
         finally:
             if old_handler is not None:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, old_handler)
+                _signal.setitimer(_signal.ITIMER_REAL, 0)
+                _signal.signal(_signal.SIGALRM, old_handler)
             sys.stdout, sys.stderr = out, err
             if snap is not None and (len(d) != len(snap) or any(
                     d.get(k, _Missing) is not x for k, x in snap.items())):

@@ -29,11 +29,11 @@ for requests and responses and a pipe for stderr. A sibling's first line is
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 
 from . import tracer
+from .jsonc import dumps, loads
 
 
 class OpError(Exception):
@@ -73,7 +73,7 @@ def trace_batch(params: dict):
     parts = []
     for res in tracer.trace_many_bytes(jobs):
         if isinstance(res, tracer.JobError):
-            parts.append(json.dumps({"error": {"code": res.code, "message": res.message}}).encode())
+            parts.append(dumps({"error": {"code": res.code, "message": res.message}}).encode())
         else:
             parts.append(res)
     return Raw(b'{"traces":[' + b",".join(parts) + b"]}")
@@ -112,7 +112,7 @@ def handle(line: bytes) -> bytes:
     rid = None
     try:
         try:
-            req = json.loads(line)
+            req = loads(line)
         except ValueError as e:
             raise OpError("protocol", "bad request line: %s" % e)
         if not isinstance(req, dict):
@@ -128,13 +128,13 @@ def handle(line: bytes) -> bytes:
             tracer.ensure_site()
         result = op(req)
         if isinstance(result, Raw):
-            return b'{"id":' + json.dumps(rid).encode() + b',"ok":true,"result":' + result.data + b"}\n"
-        return (json.dumps({"id": rid, "ok": True, "result": result}) + "\n").encode()
+            return b'{"id":' + dumps(rid).encode() + b',"ok":true,"result":' + result.data + b"}\n"
+        return (dumps({"id": rid, "ok": True, "result": result}) + "\n").encode()
     except OpError as e:
         err = {"code": e.code, "message": e.message}
     except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
         err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, tracer._format_exc())}
-    return (json.dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
+    return (dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 
 def _sibling_fds(argv) -> list:
