@@ -14,7 +14,7 @@ import unittest
 from execverify import jsonc
 from execverify.values import _strip_addresses
 
-from .tracer_support import TRACER_DIR
+from .tracer_support import TRACER_DIR, WORKER_MAIN
 
 VALUES = [
     None, True, False, 0, -1, 10 ** 30, 1.5, -0.0, 1e300, float("inf"), float("-inf"), "", "é\u2028\x00\"\\/",
@@ -88,7 +88,7 @@ class StartUp(unittest.TestCase):
         # re/enum/functools/collections (via json, signal, threading) were half
         # of start-up; importing one again would cost every new pool.
         env = dict(os.environ, PYTHONPATH=TRACER_DIR)
-        out = subprocess.run([sys.executable, "-S", "-c", "import sys, execverify.worker; print(' '.join(sorted(sys.modules)))"],
-                             capture_output=True, env=env, check=True).stdout.decode().split()
+        code = WORKER_MAIN.replace("sys.exit(main())", "print(' '.join(sorted(sys.modules)))")
+        out = subprocess.run([sys.executable, "-u", "-S", "-c", code], capture_output=True, env=env, check=True).stdout.decode().split()
         for name in ("re", "enum", "json", "signal", "threading", "functools", "collections", "importlib"):
             self.assertNotIn(name, out)

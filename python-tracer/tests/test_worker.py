@@ -146,13 +146,13 @@ class Siblings(unittest.TestCase):
         import socket
         import subprocess
         import sys
-        from .tracer_support import TRACER_DIR
+        from .tracer_support import TRACER_DIR, WORKER_MAIN
         env = dict(os.environ, PYTHONPATH=TRACER_DIR)
         socks = [socket.socketpair() for _ in range(2)]
         errs = [os.pipe() for _ in range(2)]
         theirs = [fd for (_, s), (_, w) in zip(socks, errs) for fd in (s.fileno(), w)]
         spec = ",".join("%d:%d" % (s.fileno(), w) for (_, s), (_, w) in zip(socks, errs))
-        proc = subprocess.Popen([sys.executable, "-u", "-S", "-m", "execverify.worker", "--siblings", spec],
+        proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN, "--siblings", spec],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, pass_fds=theirs)
         for (_, s), (_, w) in zip(socks, errs):

@@ -13,6 +13,8 @@ import unittest
 from execverify import tracer
 
 TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# How the TracerPool starts a worker (runner.ts WORKER_MAIN): `-m` without runpy.
+WORKER_MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
 
 
 def run(src, expr="f()", **params):
@@ -128,7 +130,7 @@ class Worker:
     def __init__(self):
         env = dict(os.environ)
         env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-u", "-S", "-m", "execverify.worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.n = 0
 

@@ -253,6 +253,9 @@ function refStreams(streams: unknown[], on: boolean): void {
   }
 }
 
+/** `python -m execverify.worker`, without runpy. */
+export const WORKER_MAIN = 'import sys; from execverify.worker import main; sys.exit(main())';
+
 /**
  * Starts `count` workers with one interpreter: the spawned worker forks the
  * others once it has imported everything (worker.py --siblings), so start-up
@@ -266,8 +269,9 @@ function startProcesses(spawn: SpawnFn, python: string, env: NodeJS.ProcessEnv, 
   // detached: the worker leads its own process group, so a cancel can kill
   // it together with the forked child running the job. -S: the worker runs
   // `site` itself when a job first needs it (tracer.ensure_site), so a
-  // worker that only traces self-contained calls answers sooner.
-  const args = ['-u', '-S', '-m', 'execverify.worker', ...(siblings ? ['--siblings', pairs.join(',')] : [])];
+  // worker that only traces self-contained calls answers sooner. -c rather
+  // than -m: runpy would import importlib.util, contextlib and collections.
+  const args = ['-u', '-S', '-c', WORKER_MAIN, ...(siblings ? ['--siblings', pairs.join(',')] : [])];
   const proc = spawn(python, args, {
     env,
     stdio: Array.from({ length: 3 + 2 * siblings }, () => 'pipe' as const),
