@@ -18,6 +18,7 @@ does not follow.
     python bench/tracer_instructions.py [N]      (default 799)
 """
 import json
+import marshal
 import os
 import re
 import resource
@@ -46,13 +47,12 @@ def child_loop(n):
     sys.path.insert(0, os.path.join(ROOT, "python-tracer"))
     from execverify import sandbox, tracer
     limits = sandbox.Limits()
-    spec = json.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
-                       "allow_writes": limits.allow_writes}).encode() + b"\n"
+    spec = sandbox.job_spec(limits)
     fd, path = tempfile.mkstemp()
     with os.fdopen(fd, "wb") as fh:
         for r in rows(n):
             job = {"source": r["code"], "path": r["id"] + ".py", "entry": {"kind": "call", "expr": "f(%s)" % r["input"]}}
-            fh.write(spec + json.dumps(job).encode() + b"\n")
+            fh.write(sandbox.job_record(spec, marshal.dumps(job)))
     jobs = os.open(path, os.O_RDONLY)
     os.unlink(path)
     out = os.open(os.devnull, os.O_WRONLY)

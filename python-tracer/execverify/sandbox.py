@@ -52,6 +52,7 @@ from . import jsonc
 from .jsonc import dumps as _json_dumps
 
 _HDR = struct.Struct(">cI")
+_LEN = struct.Struct(">I")
 # One read of the message pipe. A pipe holds 64 KiB, so asking for more only
 # makes os.read allocate (and the allocator mmap) a bigger buffer each time.
 _READ_SIZE = 1 << 16
@@ -562,16 +563,16 @@ class Runner:
         never started because it left first (run them again elsewhere)."""
         results = [None] * len(payloads)
         i = 0
-        spec = jsonc.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
-                           "allow_writes": limits.allow_writes}).encode() + b"\n"
+        spec = job_spec(limits)
+        records = [job_record(spec, p) for p in payloads]
         while i < len(payloads) and not self.dead:
             # a window that fits in the pipe, so writing never blocks
             group = [i]
-            size = len(spec) + len(payloads[i]) + 1
-            while group[-1] + 1 < len(payloads) and size + len(spec) + len(payloads[group[-1] + 1]) + 1 < 48000:
+            size = len(records[i])
+            while group[-1] + 1 < len(payloads) and size + len(records[group[-1] + 1]) < 48000:
                 group.append(group[-1] + 1)
-                size += len(spec) + len(payloads[group[-1]]) + 1
-            data = b"".join(spec + payloads[k] + b"\n" for k in group)
+                size += len(records[group[-1]])
+            data = b"".join([records[k] for k in group])
             start = time.monotonic()
             try:
                 _write_all(self.jobs, data)
@@ -628,19 +629,25 @@ class Runner:
 
     def _drain(self, out) -> bool:
         """Moves complete messages into out; True at the job's end marker."""
-        while len(self.buf) >= 5:
-            kind, n = _HDR.unpack_from(self.buf)
-            if len(self.buf) < 5 + n:
-                return False
-            payload = bytes(self.buf[5:5 + n])
-            del self.buf[:5 + n]
-            if kind == b"K":
-                return True
-            if kind == b"Q":
-                self.dead = True
-                return True
-            out.messages.append((kind, payload))
-        return False
+        buf = self.buf
+        pos = 0
+        end = len(buf)
+        ended = False
+        while end - pos >= 5:
+            kind, n = _HDR.unpack_from(buf, pos)
+            if end - pos - 5 < n:
+                break
+            if kind == b"K" or kind == b"Q":
+                pos += 5 + n
+                if kind == b"Q":
+                    self.dead = True
+                ended = True
+                break
+            out.messages.append((kind, bytes(buf[pos + 5:pos + 5 + n])))
+            pos += 5 + n
+        if pos:
+            del buf[:pos]
+        return ended
 
     def _reap(self, out, start):
         try:
@@ -676,6 +683,18 @@ class Runner:
             self.dead = True
             _kill(self.pid, signal.SIGKILL)
             self._reap(Outcome(), time.monotonic())
+
+
+def job_spec(limits: Limits) -> bytes:
+    """The line before each job a Runner's child reads: that job's limits."""
+    return jsonc.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
+                        "allow_writes": limits.allow_writes}).encode() + b"\n"
+
+
+def job_record(spec: bytes, payload: bytes) -> bytes:
+    """One job on a Runner's job pipe: its spec line, then the payload with
+    its length in front (any bytes: the tracer sends marshal data)."""
+    return spec + _LEN.pack(len(payload)) + payload
 
 
 def _write_all(fd, data):
@@ -731,9 +750,10 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
     spec_line = None
     while True:
         head = reader.readline()
-        if not head:
-            return
-        payload = reader.readline().rstrip(b"\n")
+        size = reader.read(4)
+        if len(size) < 4:
+            return  # the worker closed the pipe (or went away)
+        payload = reader.read(_LEN.unpack(size)[0])
         if head != spec_line:  # a batch repeats one spec: parse it once
             spec_line = head
             spec = jsonc.loads(head)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import os
+from marshal import dumps as _marshal_dumps
+from marshal import loads as _marshal_loads
 import sys
 import time
 
@@ -25,6 +27,7 @@ from opcode import opmap as _opmap
 from . import jsonc
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
+from . import sandbox
 from .sandbox import frame as _frame
 from .values import Encoder, Fingerprints, type_name
 
@@ -447,7 +450,6 @@ def _format_exc() -> str:
 
 
 def _hard_exit():
-    from . import sandbox
     sandbox._real_exit(0)
 
 
@@ -959,7 +961,7 @@ def _may_reuse(params: dict) -> bool:
 
 
 def _runner_handler(ctx, payload: bytes) -> None:
-    params = jsonc.loads(payload)
+    params = _marshal_loads(payload)  # the worker's own dict: no JSON either way
     try:
         job = prepare(params)
     except JobError as e:
@@ -996,7 +998,6 @@ def ensure_site() -> None:
 def prefork() -> None:
     """Forks the kept child for default limits now, so the first batch does
     not wait for it (called by the worker once it is ready)."""
-    from . import sandbox
     slimits = _limits_for(resolve_limits(None), {})
     if slimits.memory_mb not in _RUNNERS:
         _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
@@ -1004,20 +1005,14 @@ def prefork() -> None:
 
 def _run_fresh(params: dict):
     """Full prepare (compile) in the worker, then a fresh fork for this job."""
-    from . import sandbox
     ensure_site()
     job = prepare(params)
-    slimits = _sandbox_limits(job, params)
+    slimits = _limits_for(job.limits, params)
     out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
     return _assemble(job, out, slimits)
 
 
-def _sandbox_limits(job: Job, params: dict):
-    return _limits_for(job.limits, params)
-
-
 def _limits_for(lim: dict, params: dict):
-    from . import sandbox
     return sandbox.Limits(
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
         output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
@@ -1043,7 +1038,6 @@ def trace_many_bytes(jobs: list) -> list:
     back to back (sandbox.Runner.call_many), which saves a round trip each;
     the kept child compiles them (once per job: the worker only checks them
     lightly). Every other job gets a fresh fork."""
-    from . import sandbox
     results = [None] * len(jobs)
     batch = []
 
@@ -1056,8 +1050,8 @@ def trace_many_bytes(jobs: list) -> list:
     def flush_batch():
         if not batch:
             return
-        slimits = batch[0][3]
-        payloads = [jsonc.dumps(p).encode() for _, p, _, _ in batch]
+        slimits = batch[0][2]
+        payloads = [_marshal_dumps(p) for _, p, _ in batch]
         pending = list(range(len(batch)))
         refused = []
         for _attempt in range(2):
@@ -1072,8 +1066,8 @@ def trace_many_bytes(jobs: list) -> list:
                 elif out.last(b"N") is not None:
                     refused.append(i)
                 else:
-                    k, _p, job, lim = batch[i]
-                    results[k] = _assemble_or_error(job, out, lim)
+                    k, params, lim = batch[i]
+                    results[k] = _assemble_or_error(params, out, lim)
             pending = left
             if not pending:
                 break
@@ -1087,15 +1081,11 @@ def trace_many_bytes(jobs: list) -> list:
             flush_batch()
             fresh(k, params)
             continue
-        try:
-            job = prepare(params, compile_code=False)
-        except JobError as e:
-            results[k] = e
-            continue
-        lim = _sandbox_limits(job, params)
-        if batch and not _same_limits(batch[0][3], lim):
+        # the kept child checks the job (prepare) and reports a bad one
+        lim = _limits_for(resolve_limits(params.get("limits")), params)
+        if batch and not _same_limits(batch[0][2], lim):
             flush_batch()
-        batch.append((k, params, job, lim))
+        batch.append((k, params, lim))
     flush_batch()
     return results
 
@@ -1107,9 +1097,10 @@ def _assemble_or_error(job, out, slimits):
         return e
 
 
-def _assemble(job: Job, out, slimits) -> bytes:
-    """The Trace JSON from what the child sent (or how it died)."""
-    from . import sandbox
+def _assemble(job, out, slimits) -> bytes:
+    """The Trace JSON from what the child sent (or how it died). `job` is
+    the Job, or for a kept child's job its params: they are prepared here
+    only if the child died before it sent the trace."""
     x = out.last(b"X")
     if x is not None:
         d = jsonc.loads(x)
@@ -1128,6 +1119,8 @@ def _assemble(job: Job, out, slimits) -> bytes:
             outcome = {"kind": "limit", "limit": limit, "message": message}
         else:
             outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
+        if not isinstance(job, Job):
+            job = prepare(job, compile_code=False)
         head = _head_text(job.backend, _entry_text(job.entry),
                           [{"path": job.display or "<source>", "source": job.source or ""}]).encode()
         tail = _tail_text(outcome, "", False, "", False, steps.count(b'{"i":')).encode()
