@@ -71,9 +71,10 @@ export class TracerError extends Error {
 }
 
 const ResponseSchema = z.union([
-  z.object({ id: z.union([z.string(), z.number()]).nullable(), ok: z.literal(true), result: z.unknown() }),
+  // number first: the pool's ids are numbers (a failed first option costs a zod issue)
+  z.object({ id: z.union([z.number(), z.string()]).nullable(), ok: z.literal(true), result: z.unknown() }),
   z.object({
-    id: z.union([z.string(), z.number()]).nullable(),
+    id: z.union([z.number(), z.string()]).nullable(),
     ok: z.literal(false),
     error: z.object({ code: z.string(), message: z.string() }),
   }),
@@ -505,8 +506,13 @@ export class TracerPool {
       if (parsed.success) valid.push({ index, job: parsed.data });
       else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     });
+    // The last jobs go in quarter batches: no worker idles while another
+    // finishes a whole batch at the end.
     const batches: Array<typeof valid> = [];
-    for (let i = 0; i < valid.length; i += batchSize) batches.push(valid.slice(i, i + batchSize));
+    const tail = Math.max(0, valid.length - this.size * batchSize);
+    for (let i = 0; i < tail; i += batchSize) batches.push(valid.slice(i, Math.min(i + batchSize, tail)));
+    const small = Math.max(1, Math.ceil(batchSize / 4));
+    for (let i = tail; i < valid.length; i += small) batches.push(valid.slice(i, i + small));
     await Promise.all(
       batches.map(async (batch) => {
         const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
