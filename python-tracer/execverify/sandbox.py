@@ -137,6 +137,7 @@ class Context:
         self._reserve = mmap.mmap(-1, 4 << 20)
         self.hold_final = False
         self.held = b""
+        self.base_depth = None  # the tracer's stack depth at the job's start (tracer.run_in_child)
 
     def send(self, kind: bytes, payload: bytes) -> None:
         self.write_frames(frame(kind, payload))
@@ -551,6 +552,8 @@ class Runner:
         self.pid = pid
         self.jobs = jw
         self.msgs = r
+        self.poller = select.poll()
+        self.poller.register(r, select.POLLIN)
         self.buf = bytearray()
 
     def call(self, payload: bytes, limits: Limits) -> Outcome:
@@ -597,8 +600,7 @@ class Runner:
         kill_at = None
         while True:
             # a job's messages may already be buffered
-            ended = self._drain(out)
-            if ended:
+            if self.buf and self._drain(out):
                 break
             now = time.monotonic()
             if kill_at is None and now >= deadline:
@@ -611,7 +613,7 @@ class Runner:
             wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
             timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
             try:
-                ready, _, _ = select.select([self.msgs], [], [], timeout)
+                ready = self.poller.poll(timeout * 1000.0)
             except InterruptedError:
                 continue
             if not ready:

@@ -789,7 +789,10 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
     ctx.on_limit = on_limit
     _guard_settrace(ctx)
     ctx.on_exit = lambda code: rec.flush()
-    base_depth = len(_stack_depth())
+    # the same for every job of a kept child (same call path): counted once
+    base_depth = ctx.base_depth
+    if base_depth is None:
+        base_depth = ctx.base_depth = len(_stack_depth())
     sys.setrecursionlimit(base_depth + lim["recursionDepth"] + 250)
     if job.kind == "script":
         ns = {"__name__": "__main__", "__file__": job.filename, "__builtins__": builtins}
