@@ -588,8 +588,8 @@ class Runner:
                 results[k] = out
                 start = time.monotonic()
                 if self.dead:
-                    if not out.messages:
-                        results[k] = None  # it never ran
+                    if not out.messages and not out.wall_killed:
+                        results[k] = None  # it never ran (a job past its deadline did)
                     break
             i = group[-1] + 1
         return results

@@ -40,6 +40,23 @@ class BadProgramsInOneWorker(WorkerTestCase):
         self.assertLimit(t, "wall_time")
         self.assertEqual([s["line"] for s in t["steps"] if s["event"] == "line"], [3, 4])
 
+    def test_a_kept_job_stuck_in_c_is_killed_and_reported_with_its_source(self):
+        # self-contained, so it runs in the kept child; the huge power never
+        # returns to the interpreter, so only the kill after the grace period
+        # stops it: the trace is built from the job's own params
+        src = "def f():\n    n = 10 ** 11\n    return sum(range(n))\n"
+        r = self.w.request("trace_batch", jobs=[
+            {"source": src, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}, "limits": dict(QUICK, wallTimeMs=300)},
+            {"source": GOOD, "path": "good.py", "entry": {"kind": "call", "expr": "f([4, 5])"}}])
+        stuck, good = r["result"]["traces"]
+        self.assertLimit(stuck, "wall_time")
+        self.assertEqual(stuck["files"], [{"path": "stuck.py", "source": src}])
+        self.assertEqual(stuck["entry"], {"kind": "call", "expr": "f()"})
+        # reported from the kept child it ran in: not run again in a fresh
+        # fork (which would add its peak memory)
+        self.assertNotIn("peakMemoryKb", stuck["stats"])
+        self.assertEqual(good["outcome"]["value"]["repr"], "9")
+
     def test_crash_of_the_interpreter(self):
         t = self.bad("import ctypes\ndef f():\n    ctypes.string_at(0)\n")
         self.assertEqual((t["outcome"]["kind"], t["outcome"]["signal"]), ("crashed", "SIGSEGV"))
