@@ -1031,6 +1031,20 @@ def trace_bytes(params: dict) -> bytes:
     return res
 
 
+_DEFAULT_SANDBOX_LIMITS = {}  # allowWrites -> the sandbox.Limits of a job without limits
+
+
+def _kept_limits(params: dict):
+    """The sandbox limits of a job (one shared object for jobs that set none)."""
+    if params.get("limits"):
+        return _limits_for(resolve_limits(params["limits"]), params)
+    writes = bool(params.get("allowWrites"))
+    lim = _DEFAULT_SANDBOX_LIMITS.get(writes)
+    if lim is None:
+        lim = _DEFAULT_SANDBOX_LIMITS[writes] = _limits_for(resolve_limits(None), params)
+    return lim
+
+
 def _same_limits(a, b) -> bool:
     return (a.memory_mb == b.memory_mb and a.wall_ms == b.wall_ms and a.cpu_ms == b.cpu_ms
             and a.output_bytes == b.output_bytes and a.allow_writes == b.allow_writes)
@@ -1086,8 +1100,8 @@ def trace_many_bytes(jobs: list) -> list:
             fresh(k, params)
             continue
         # the kept child checks the job (prepare) and reports a bad one
-        lim = _limits_for(resolve_limits(params.get("limits")), params)
-        if batch and not _same_limits(batch[0][2], lim):
+        lim = _kept_limits(params)
+        if batch and lim is not batch[0][2] and not _same_limits(batch[0][2], lim):
             flush_batch()
         batch.append((k, params, lim))
     flush_batch()
@@ -1105,16 +1119,23 @@ def _assemble(job, out, slimits) -> bytes:
     """The Trace JSON from what the child sent (or how it died). `job` is
     the Job, or for a kept child's job its params: they are prepared here
     only if the child died before it sent the trace."""
-    x = out.last(b"X")
-    if x is not None:
-        d = jsonc.loads(x)
-        raise JobError(d["code"], d["message"])
-    err = out.last(b"E")
-    final = out.last(b"T")
+    final = err = None
+    chunks = []
+    for kind, payload in out.messages:  # one pass: S chunks, then T (or X / E)
+        if kind == b"S":
+            if payload:
+                chunks.append(payload)
+        elif kind == b"T":
+            final = payload
+        elif kind == b"X":
+            d = jsonc.loads(payload)
+            raise JobError(d["code"], d["message"])
+        elif kind == b"E":
+            err = payload
     if final is None and err is not None:
         d = jsonc.loads(err)
         raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
-    steps = b",".join(p for p in out.chunks(b"S") if p)
+    steps = b",".join(chunks)
     if final is not None:
         head, tail, cpu = final.split(b"\n", 2)
     else:
