@@ -207,7 +207,10 @@ class SiblingProcess implements WorkerProcess {
       };
       channel.once('close', () => end());
       // a spawn that failed never opens the sockets: they never close
-      parent.once('error', (err: NodeJS.ErrnoException) => end(err));
+      parent.once('error', (err: NodeJS.ErrnoException) => {
+        channel.destroy(); // a sibling that did start sees its socket end, and leaves
+        end(err);
+      });
     });
     channel.on('error', () => {
       /* reported through 'close' */
