@@ -30,6 +30,8 @@ from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
 from . import sandbox
 from .sandbox import frame as _frame
+from operator import is_ as _is
+
 from .values import Encoder, Fingerprints, type_name
 
 SCHEMA_VERSION = "execverify.trace/1"
@@ -144,6 +146,9 @@ class Recorder:
         self.file_index = {f["filename"]: i for i, f in enumerate(files)}
         self.trace_roots = tuple(trace_roots)
         self.enc, self.fps = _encoders(limits["reprChars"], limits["containerItems"])
+        # a str this short has a repr within reprChars (a char's repr is at
+        # most 10 characters: \U0001f600), so encoding it never cuts
+        self.short_str = (limits["reprChars"] - 2) // 10
         self.max_steps = limits["steps"]
         self.max_bytes = limits["traceBytes"]
         self.max_depth = limits["recursionDepth"]
@@ -256,14 +261,28 @@ class Recorder:
         prev = fs.prev
         loc = frame.f_locals
         sets = None
+        short_str = self.short_str
         for name, v in loc.items():
             p = prev.get(name)
             if p is not None and p[0] is v:
                 fp = p[2]
-                if fp is True or (fp is not None and self.fps.same(v, fp)):
+                if fp is True:
                     continue
-            if type(v) is int and -_SMALL_INT < v < _SMALL_INT:
+                if fp is not None:
+                    if fp[0] == 0 and not fp[3]:
+                        # Fingerprints.same for a sequence of atoms, inlined
+                        # (the most frequent check): same length and members
+                        if len(v) == fp[1] and all(map(_is, v, fp[2])):
+                            continue
+                    elif self.fps.same(v, fp):
+                        continue
+            t = type(v)
+            if t is int and -_SMALL_INT < v < _SMALL_INT:
                 j = '{"repr":"%d","type":"int","literal":true}' % v
+                fp = True
+            elif t is str and len(v) <= short_str:
+                # Encoder.encode for a short str, inlined: its repr is never cut
+                j = '{"repr":' + _q(str.__repr__(v)) + ',"type":"str","literal":true}'
                 fp = True
             else:
                 j, stable = self.enc.encode(v)

@@ -448,3 +448,28 @@ class TracerFailures(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LocalsEncodeLikeTheEncoder(unittest.TestCase):
+    """The tracer's shortcuts for common locals (short str, unchanged flat
+    lists) give exactly what the value encoder and a full re-check give."""
+
+    def test_str_locals_at_the_repr_bound(self):
+        import json
+
+        from execverify.values import Encoder
+        nasty = ["", "a", "'", '"', "\\", "\x00", "\U0010ffff", "\U0001f600", "é", "'\"", "\n\t", "ab\U0010ffff",
+                 "\U0010ffff" * 3, "\U0010ffff" * 4, "x" * 38, "x" * 39, "'" * 20]
+        src = "def f(xs):\n    for x in xs:\n        y = x\n    return 0\n"
+        t = run(src, "f(%r)" % (nasty,), limits={"reprChars": 40})
+        seen = [s["set"]["y"] for s in t["steps"] if "y" in s.get("set", {})]
+        enc = Encoder(repr_chars=40, container_items=32)
+        self.assertEqual(seen, [json.loads(enc.encode(x)[0]) for x in nasty])
+
+    def test_a_flat_list_changed_in_place_is_seen_at_every_change(self):
+        src = "def f():\n    xs = [1, 'a']\n    xs.append(2)\n    xs[0] = 1.0\n    xs[0] = 1.0\n    return len(xs)\n"
+        t = run(src)
+        reprs = [s["set"]["xs"]["repr"] for s in t["steps"] if "xs" in s.get("set", {})]
+        # the second `xs[0] = 1.0` puts another float object there: re-checked,
+        # re-encoded, and (same encoding) not reported again
+        self.assertEqual(reprs, ["[1, 'a']", "[1, 'a', 2]", "[1.0, 'a', 2]"])
