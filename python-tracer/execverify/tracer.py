@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import builtins
 import os
-from marshal import dumps as _marshal_dumps
-from marshal import loads as _marshal_loads
 import sys
 import time
-
-from opcode import opmap as _opmap
+from marshal import dumps as _marshal_dumps
+from marshal import loads as _marshal_loads
+from operator import is_ as _is
 from types import CodeType as _CodeType
 
-from . import jsonc
+from opcode import opmap as _opmap
+
+from . import jsonc, sandbox
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
-from . import sandbox
 from .sandbox import frame as _frame
-from operator import is_ as _is
-
 from .values import Encoder, Fingerprints, type_name
 
 SCHEMA_VERSION = "execverify.trace/1"
@@ -1021,7 +1019,7 @@ def ensure_site() -> None:
 def prefork() -> None:
     """Forks the kept child for default limits now, so the first batch does
     not wait for it (called by the worker once it is ready)."""
-    slimits = _limits_for(resolve_limits(None), {})
+    slimits = _kept_limits({})
     if slimits.memory_mb not in _RUNNERS:
         _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
 

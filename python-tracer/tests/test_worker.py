@@ -137,7 +137,6 @@ def _gone(pid, timeout=10.0):
     return False
 
 
-@unittest.skipUnless(hasattr(os, "fork"), "siblings are forked")
 class Siblings(unittest.TestCase):
     """`--siblings`: one spawned worker forks the others, ready, each on its
     own socket and stderr pipe, each leading its own process group."""
