@@ -556,10 +556,6 @@ class Runner:
         self.poller.register(r, select.POLLIN)
         self.buf = bytearray()
 
-    def call(self, payload: bytes, limits: Limits) -> Outcome:
-        """Runs one job; the Outcome holds its messages (exit fields set if the child ended)."""
-        return self.call_many([payload], limits)[0] or Outcome()
-
     def call_many(self, payloads, limits: Limits):
         """Runs jobs back to back without waiting in between (each with its own
         limits clock). Returns one Outcome per job; None for jobs the child

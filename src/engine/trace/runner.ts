@@ -186,7 +186,6 @@ class SpawnedProcess implements WorkerProcess {
  * one; its first line tells its pid. It leads its own process group.
  */
 class SiblingProcess implements WorkerProcess {
-  awaitsPid = true;
   exited = false;
   readonly gone: Promise<void>;
   private pid: number | undefined;
@@ -223,6 +222,9 @@ class SiblingProcess implements WorkerProcess {
   get output(): Readable {
     return this.channel;
   }
+  get awaitsPid(): boolean {
+    return this.pid === undefined;
+  }
 
   kill(): void {
     if (this.exited) return;
@@ -232,7 +234,6 @@ class SiblingProcess implements WorkerProcess {
 
   learnPid(pid: number): void {
     this.pid = pid;
-    this.awaitsPid = false;
     if (this.killWhenKnown) this.kill();
   }
 
