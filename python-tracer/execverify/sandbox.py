@@ -138,6 +138,7 @@ class Context:
         self.hold_final = False
         self.held = b""
         self.base_depth = None  # the tracer's stack depth at the job's start (tracer.run_in_child)
+        self.limiting = False
 
     def send(self, kind: bytes, payload: bytes) -> None:
         self.write_frames(frame(kind, payload))
@@ -168,7 +169,12 @@ class Context:
             view = view[n:]
 
     def limit(self, kind: str, message: str):
-        """Stops the child now with a limit outcome; never returns."""
+        """Stops the child now with a limit outcome; never returns. A second
+        limit that arrives (as a signal) while the first is being reported
+        returns at once: the first one is reported, whole."""
+        if self.limiting:
+            return
+        self.limiting = True
         if self._reserve is not None:
             self._reserve.close()
             self._reserve = None

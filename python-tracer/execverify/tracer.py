@@ -1136,9 +1136,9 @@ def _assemble(job, out, slimits) -> bytes:
     """The Trace JSON from what the child sent (or how it died). `job` is
     the Job, or for a kept child's job its params: they are prepared here
     only if the child died before it sent the trace."""
-    final = err = None
+    final = err = reported = None
     chunks = []
-    for kind, payload in out.messages:  # one pass: S chunks, then T (or X / E)
+    for kind, payload in out.messages:  # one pass: S chunks, then T (or X / E / L)
         if kind == b"S":
             if payload:
                 chunks.append(payload)
@@ -1149,6 +1149,8 @@ def _assemble(job, out, slimits) -> bytes:
             raise JobError(d["code"], d["message"])
         elif kind == b"E":
             err = payload
+        elif kind == b"L":  # a limit the child hit before the tracer could report it
+            reported = jsonc.loads(payload)
     if final is None and err is not None:
         d = jsonc.loads(err)
         raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
@@ -1156,11 +1158,14 @@ def _assemble(job, out, slimits) -> bytes:
     if final is not None:
         head, tail, cpu = final.split(b"\n", 2)
     else:
-        kind, limit, message = sandbox.crash_description(out, slimits)
-        if kind == "limit":
-            outcome = {"kind": "limit", "limit": limit, "message": message}
+        if reported is not None:
+            outcome = {"kind": "limit", "limit": reported["limit"], "message": reported["message"]}
         else:
-            outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
+            kind, limit, message = sandbox.crash_description(out, slimits)
+            if kind == "limit":
+                outcome = {"kind": "limit", "limit": limit, "message": message}
+            else:
+                outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
         if not isinstance(job, Job):
             job = prepare(job, compile_code=False)
         head = _head_text(job.backend, _entry_text(job.entry),

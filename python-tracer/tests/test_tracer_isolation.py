@@ -57,6 +57,13 @@ class BadProgramsInOneWorker(WorkerTestCase):
         self.assertNotIn("peakMemoryKb", stuck["stats"])
         self.assertEqual(good["outcome"]["value"]["repr"], "9")
 
+    def test_a_limit_hit_before_the_program_runs_is_that_limit(self):
+        # the CPU limit fires while the kept child compiles a long program:
+        # the child names the limit itself (no trace steps yet), not a crash
+        t = self.bad("x = 1\n" * 60000 + "def f():\n    return 1\n", cpuTimeMs=20, wallTimeMs=20000)
+        self.assertLimit(t, "cpu_time")
+        self.assertEqual(t["steps"], [])
+
     def test_crash_of_the_interpreter(self):
         t = self.bad("import ctypes\ndef f():\n    ctypes.string_at(0)\n")
         self.assertEqual((t["outcome"]["kind"], t["outcome"]["signal"]), ("crashed", "SIGSEGV"))
