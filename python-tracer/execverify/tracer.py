@@ -472,7 +472,16 @@ def _hard_exit():
 
 
 class MonitoringBackend:
+    """Traces with sys.monitoring (3.12+).
+
+    The tool and its global events stay set once a process has started
+    them (a kept child runs many jobs): switching global events off and on
+    makes CPython re-instrument every function the process runs next, which
+    cost more than the whole trace of a small job. Between jobs only the
+    callbacks are unset (no instrumentation change), so nothing is recorded
+    and the process's own code runs with no Python call per event."""
     name = "monitoring"
+    _armed = False  # the tool and its global events are set in this process
 
     def __init__(self, rec: Recorder):
         self.rec = rec
@@ -484,7 +493,8 @@ class MonitoringBackend:
         m = self.mon
         E = m.events
         t = self.tool
-        m.use_tool_id(t, "execverify")
+        if not MonitoringBackend._armed:
+            m.use_tool_id(t, "execverify")
         m.register_callback(t, E.PY_START, self._start)
         m.register_callback(t, E.PY_RESUME, self._resume)
         m.register_callback(t, E.PY_THROW, self._throw)
@@ -498,14 +508,18 @@ class MonitoringBackend:
         self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
         for code in self.rec.preload_codes:
             self._instrument(code)
-        m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
+        if not MonitoringBackend._armed:
+            m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
+            MonitoringBackend._armed = True
 
     def stop(self):
         m = self.mon
-        m.set_events(self.tool, 0)
+        E = m.events
+        t = self.tool
+        for event in _MONITORING_EVENTS:
+            m.register_callback(t, getattr(E, event), None)
         for code in self.local_set:
-            m.set_local_events(self.tool, code, 0)
-        m.free_tool_id(self.tool)
+            m.set_local_events(t, code, 0)
 
     def _instrument(self, code):
         if code not in self.local_set:
@@ -654,6 +668,10 @@ class MonitoringBackend:
             raise
         except BaseException as e:  # noqa: B902
             self._fail(e)
+
+
+_MONITORING_EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "RAISE",
+                      "STOP_ITERATION", "LINE", "JUMP")
 
 
 def _line_table(code):

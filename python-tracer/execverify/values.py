@@ -249,6 +249,7 @@ class Encoder:
             else:
                 stable = stable and kinds is not None and kinds <= _ATOM_TYPES
         else:
+            kinds = ()  # only a prefix was looked at
             r = self._big_flat(v, t, limit)
             if r is not None:
                 truncated = True
@@ -283,7 +284,7 @@ class Encoder:
                     parts.append(',"entries":[' + ",".join(
                         ["[" + a + "," + b + "]" for a, b in zip(ks, vs)]) + "]")
                 else:
-                    parts.append(',"items":[' + ",".join(map(child, _islice(v, k))) + "]")
+                    parts.append(',"items":[' + self._atom_children(v if n <= k else list(_islice(v, k)), kinds) + "]")
             elif t is dict:
                 enc = self.encode
                 kids = []
@@ -333,6 +334,24 @@ class Encoder:
         elif t is deque:
             r = "deque([" + r[1:]
         return r[:limit] + "..."
+
+    def _atom_children(self, xs, kinds) -> str:
+        """The child encodings of a flat container's atoms xs (iterable
+        twice), joined.
+
+        When all are of one cached type (`kinds`, the container's element
+        types, is one of int, str, bytes: most containers) the cached
+        encodings are looked up by a C loop; a value not cached yet, or a
+        mix of types, goes element by element (_atom_child)."""
+        if len(kinds) == 1:
+            for t in kinds:
+                c = self._child_cache.get(t)
+                if c is not None:
+                    try:
+                        return ",".join(map(c.__getitem__, xs))
+                    except KeyError:
+                        pass  # a first sighting: cached below
+        return ",".join(map(self._atom_child, xs))
 
     def _atom_child(self, x):
         """Encoding of an atom shown as a child; cached for ints, strs, bytes

@@ -51,6 +51,36 @@ class SameTraceEitherWay(unittest.TestCase):
                     self.assertEqual((a["python"]["backend"], b["python"]["backend"]), ("monitoring", "settrace"))
                     self.assertEqual(comparable(a), comparable(b))
 
+    def test_jobs_in_a_row_in_one_kept_child(self):
+        # A kept child leaves the monitoring tool and its global events set
+        # between jobs (only the callbacks go): each job must still be traced
+        # from its start, and nothing after its end (here a repr of the
+        # program's own class, run once the return value is captured) nor
+        # anything of the jobs before it may reach its trace.
+        if not HAS_MONITORING:
+            self.assertEqual(tracer.default_backend(), "settrace")
+            return
+        programs = [
+            ("class P:\n    def __repr__(self):\n        s = 'P'\n        return s + '()'\n"
+             "def f(n):\n    x = [P() for _ in range(n)]\n    return x[0]\n", "f(2)"),
+            ("def g(n):\n    for i in range(n):\n        yield i * i\n"
+             "def f(n):\n    return sum(g(n))\n", "f(3)"),
+            ("def f(x):\n    try:\n        return 1 // x\n    except ZeroDivisionError:\n        raise ValueError(x)\n", "f(0)"),
+        ]
+        jobs = [{"source": src, "path": "k%d.py" % i, "entry": {"kind": "call", "expr": expr}}
+                for i, (src, expr) in enumerate(programs * 2)]
+        for backend in ("monitoring", "settrace"):
+            for job in jobs:
+                job[backend] = json.loads(bytes(tracer.trace_many_bytes([dict(job, backend=backend)])[0]))
+        got = [json.loads(bytes(b)) for b in tracer.trace_many_bytes([dict(j, backend="monitoring") for j in jobs])]
+        for job, t in zip(jobs, got):
+            with self.subTest(path=job["path"]):
+                self.assertEqual(t["python"]["backend"], "monitoring")
+                self.assertEqual(comparable(t), comparable(job["settrace"]))
+                self.assertEqual(comparable(t), comparable(job["monitoring"]))
+        self.assertEqual(got[0]["outcome"]["value"]["repr"], "P()")
+        self.assertNotIn("__repr__", [s["fn"] for s in got[0]["steps"]])
+
     def test_cruxeval_sample(self):
         if not HAS_MONITORING:
             self.assertEqual(tracer.default_backend(), "settrace")

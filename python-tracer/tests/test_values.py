@@ -75,6 +75,23 @@ class Reprs(unittest.TestCase):
         self.assertEqual([[k["repr"], v["repr"]] for k, v in d["entries"]], [["'a'", "[1]"], ["'b'", "2"]])
         self.assertEqual(d["entries"][0][1]["items"][0]["repr"], "1")
 
+    def test_children_of_one_type_are_the_same_cached_or_not(self):
+        # one Encoder: the first encoding fills its child cache, the next
+        # ones look children up in a C loop; a container whose later values
+        # are new (a miss part way) starts over element by element
+        e = Encoder(container_items=8)
+        seen = [list(range(5)), list(range(12)), {5, 1, 3, 2, 4}, frozenset({"b", "a"}), tuple("xyz"),
+                deque([b"q", b"r"]), [b"q", b"s"], ["a", "long " * 50], [-3, 10 ** 150, 3], list(range(600))]
+        for _ in range(2):
+            for v in seen + [[40, 41, 1, 2], list("xyzw"), {1: 2, 2: 1}]:
+                with self.subTest(v=v):
+                    got = json.loads(e.encode(v)[0])
+                    kids = got["entries"] if isinstance(v, dict) else got["items"]
+                    want = [[json.loads(e.encode(a, 1)[0]), json.loads(e.encode(b, 1)[0])] for a, b in list(v.items())[:8]] \
+                        if isinstance(v, dict) else [json.loads(e.encode(x, 1)[0]) for x in list(v)[:8]]
+                    self.assertEqual(kids, want)
+                    self.assertEqual(got, enc(v, container_items=8))
+
     def test_instances_show_attributes_and_slots(self):
         class P:
             def __init__(self):
