@@ -472,30 +472,38 @@ def _hard_exit():
 
 
 class MonitoringBackend:
-    """Traces with sys.monitoring (3.12+).
+    """Traces with sys.monitoring (3.12+). One per process (for_recorder),
+    lent to each job's Recorder in turn (a kept child runs many jobs).
 
-    The tool and its global events stay set once a process has started
-    them (a kept child runs many jobs): switching global events off and on
-    makes CPython re-instrument every function the process runs next, which
-    cost more than the whole trace of a small job. Between jobs only the
-    callbacks are unset (no instrumentation change), so nothing is recorded
-    and the process's own code runs with no Python call per event."""
+    What costs is changing the process's monitoring: switching global events
+    off and on makes CPython re-instrument every function it runs next, and
+    each register_callback is an audit event (a call of the sandbox's Python
+    hook). So the tool, the global events and every callback but PY_START
+    are set once; a job registers PY_START at its start and removes it at
+    its end (between jobs the process's own calls meet no callback), and
+    turns its code's local events on and off. Exceptions between jobs still
+    reach _raise/_throw/_unwind, which ignore them (`active`)."""
     name = "monitoring"
-    _armed = False  # the tool and its global events are set in this process
+    _process = None  # this process's instance, once a job has used it
 
-    def __init__(self, rec: Recorder):
-        self.rec = rec
-        self.mon = sys.monitoring
-        self.tool = sys.monitoring.DEBUGGER_ID
-        self.local_set = set()
+    @classmethod
+    def for_recorder(cls, rec: Recorder) -> "MonitoringBackend":
+        b = cls._process
+        if b is None:
+            b = cls._process = cls()
+        b.rec = rec
+        b.local_set = set()
+        return b
 
-    def start(self):
-        m = self.mon
+    def __init__(self):
+        m = self.mon = sys.monitoring
         E = m.events
-        t = self.tool
-        if not MonitoringBackend._armed:
-            m.use_tool_id(t, "execverify")
-        m.register_callback(t, E.PY_START, self._start)
+        t = self.tool = m.DEBUGGER_ID
+        self.rec = None
+        self.active = False
+        self.local_set = set()
+        self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
+        m.use_tool_id(t, "execverify")
         m.register_callback(t, E.PY_RESUME, self._resume)
         m.register_callback(t, E.PY_THROW, self._throw)
         m.register_callback(t, E.PY_RETURN, self._return)
@@ -505,21 +513,20 @@ class MonitoringBackend:
         m.register_callback(t, E.STOP_ITERATION, self._raise)
         m.register_callback(t, E.LINE, self._line)
         m.register_callback(t, E.JUMP, self._jump)
-        self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
+        m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
+
+    def start(self):
         for code in self.rec.preload_codes:
             self._instrument(code)
-        if not MonitoringBackend._armed:
-            m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
-            MonitoringBackend._armed = True
+        self.active = True
+        self.mon.register_callback(self.tool, self.mon.events.PY_START, self._start)
 
     def stop(self):
+        self.active = False
         m = self.mon
-        E = m.events
-        t = self.tool
-        for event in _MONITORING_EVENTS:
-            m.register_callback(t, getattr(E, event), None)
+        m.register_callback(self.tool, m.events.PY_START, None)
         for code in self.local_set:
-            m.set_local_events(t, code, 0)
+            m.set_local_events(self.tool, code, 0)
 
     def _instrument(self, code):
         if code not in self.local_set:
@@ -570,6 +577,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _throw(self, code, offset, exc):
+        if not self.active:
+            return
         try:
             ci = self.rec.codes.get(code)
             if ci is None or not ci.traced:
@@ -606,6 +615,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _unwind(self, code, offset, exc):
+        if not self.active:
+            return
         try:
             self._finish(code, None, False, True)
         except _Stop:
@@ -614,6 +625,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _raise(self, code, offset, exc):
+        if not self.active:
+            return
         try:
             ci = self.rec.codes.get(code)
             if ci is None or not ci.traced:
@@ -668,10 +681,6 @@ class MonitoringBackend:
             raise
         except BaseException as e:  # noqa: B902
             self._fail(e)
-
-
-_MONITORING_EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "RAISE",
-                      "STOP_ITERATION", "LINE", "JUMP")
 
 
 def _line_table(code):
@@ -802,8 +811,7 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         if d and d not in sys.path:
             sys.path.insert(0, d)
     rec = Recorder(ctx, lim, files, roots, _entry_text(job.entry))
-    backend_cls = MonitoringBackend if job.backend == "monitoring" else SettraceBackend
-    backend = backend_cls(rec)
+    backend = MonitoringBackend.for_recorder(rec) if job.backend == "monitoring" else SettraceBackend(rec)
     if backend.name == "monitoring" and job.code is not None:
         rec.preload_codes = job.codes or _all_codes(job.code)
     state = {"active": False}
