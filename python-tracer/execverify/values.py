@@ -277,8 +277,8 @@ class Encoder:
         if depth < self.child_depth and n:
             k = self.container_items
             if flat:
-                child = self._atom_child
                 if t is dict:
+                    child = self._atom_child
                     ks = map(child, _islice(v, k))
                     vs = map(child, _islice(v.values(), k))
                     parts.append(',"entries":[' + ",".join(
