@@ -19,6 +19,7 @@ import builtins
 import os
 import sys
 import time
+from _functools import partial as _partial  # the C half: functools imports more (start-up)
 from marshal import dumps as _marshal_dumps
 from marshal import loads as _marshal_loads
 from operator import is_ as _is
@@ -402,8 +403,10 @@ class SettraceBackend:
     def start(self):
         _settrace(self._global)
 
-    def stop(self):
-        _settrace(None)
+    # A C callable: called while tracing is on, it makes no call event (a
+    # Python method would be traced: a frame, an f_code audit event, a
+    # _global call, once per job).
+    stop = staticmethod(_partial(_settrace, None))
 
     def _global(self, frame, event, arg):
         try:
@@ -905,7 +908,10 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         stop()
         outcome = _raised_outcome(rec, e)
     else:
-        stop()
+        # stop(), inlined: a call of a Python function would itself be traced
+        state["active"] = False
+        ctx.tracing = False
+        backend.stop()
         # kept as JSON text: parsing it here would run the stdlib json decoder,
         # which the program may have broken (e.g. by rebinding builtins.len)
         outcome = {"kind": "returned", "value": _RawJSON(rec.enc.encode(value)[0])}
