@@ -80,6 +80,14 @@ class SameTraceEitherWay(unittest.TestCase):
                 self.assertEqual(comparable(t), comparable(alone(job, "monitoring")))
         self.assertEqual(got[0]["outcome"]["value"]["repr"], "P()")
         self.assertNotIn("__repr__", [s["fn"] for s in got[0]["steps"]])
+        # both backends in turn in one kept child: a settrace job after a
+        # monitoring one (whose tool stays set) and the other way round
+        mixed = [dict(j, backend=("settrace", "monitoring")[i % 2]) for i, j in enumerate(jobs)]
+        for job, b in zip(mixed, tracer.trace_many_bytes(mixed)):
+            t = json.loads(bytes(b))
+            with self.subTest(path=job["path"], backend=job["backend"]):
+                self.assertEqual(t["python"]["backend"], job["backend"])
+                self.assertEqual(comparable(t), comparable(alone(job, "settrace")))
 
     def test_cruxeval_sample(self):
         if not HAS_MONITORING:
