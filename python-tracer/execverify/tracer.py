@@ -495,7 +495,6 @@ class MonitoringBackend:
         if b is None:
             b = cls._process = cls()
         b.rec = rec
-        b.local_set = set()
         return b
 
     def __init__(self):
@@ -530,6 +529,9 @@ class MonitoringBackend:
         m.register_callback(self.tool, m.events.PY_START, None)
         for code in self.local_set:
             m.set_local_events(self.tool, code, 0)
+        # the job's recorder holds its frames' values: not kept past the job
+        self.rec = None
+        self.local_set = set()
 
     def _instrument(self, code):
         if code not in self.local_set:
