@@ -819,11 +819,10 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
     backend = MonitoringBackend.for_recorder(rec) if job.backend == "monitoring" else SettraceBackend(rec)
     if backend.name == "monitoring" and job.code is not None:
         rec.preload_codes = job.codes or _all_codes(job.code)
-    state = {"active": False}
+    ctx.tracing = False  # True while the program runs traced (the audit hook reads it too)
 
     def stop():
-        if state["active"]:
-            state["active"] = False
+        if ctx.tracing:
             ctx.tracing = False
             backend.stop()
 
@@ -882,7 +881,6 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
 
     outcome = None
     backend.start()
-    state["active"] = True
     ctx.tracing = True
     try:
         value = run(*args)  # a builtin: no frame of ours between the tracer and the program
@@ -911,7 +909,6 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         outcome = _raised_outcome(rec, e)
     else:
         # stop(), inlined: a call of a Python function would itself be traced
-        state["active"] = False
         ctx.tracing = False
         backend.stop()
         # kept as JSON text: parsing it here would run the stdlib json decoder,
