@@ -145,9 +145,10 @@ class Context:
 
     def send_final(self, frames: bytes) -> None:
         """The job's last frames: held back while `hold_final` is set (a kept
-        child sends them with its end-of-job marker in one write, so the
-        parent wakes once per job), written at once otherwise. Every exit
-        path (limit, os._exit) writes what is held first."""
+        child sends the results of a whole group of jobs in one write, so the
+        parent wakes once per group, see Runner), written at once otherwise.
+        Any other write, and every exit path (limit, os._exit), writes what
+        is held first, so messages stay in order."""
         if self.hold_final:
             self.held += frames
         else:
@@ -155,11 +156,12 @@ class Context:
 
     def flush_held(self) -> None:
         if self.held:
-            data, self.held = self.held, b""
-            self.write_frames(data)
+            self.write_frames(b"")
 
     def write_frames(self, data: bytes, _write=os.write, _view=memoryview) -> None:
         # Bound at definition: the traced program may rebind builtins or os.
+        if self.held:
+            data, self.held = self.held + data, b""
         view = _view(data)
         while view:
             try:
@@ -534,13 +536,26 @@ class Runner:
     handler(ctx, payload: bytes) runs in the child and must send its result
     (the tracer's b"T", through ctx.send_final), b"E", b"X" (a bad job) or
     b"N" (refused before running anything: the caller runs it elsewhere) for
-    each job; the child then reports b"K" (kept) or b"Q" (leaving), in the
-    same write as the held final frames.
+    each job; the child then adds b"K" (kept) or b"Q" (leaving), with the
+    job's wall time.
+
+    Jobs go to the child in groups, and the child holds the results of a
+    group back until it has no job left to start (or holds 32 KiB): one
+    write, and one wake-up of the parent, per group rather than per job.
+    Which job the child runs, and since when, the parent reads from memory
+    the two share (`progress`), so each job's wall limit still starts when
+    that job does; a result held back when the child dies is lost, and its
+    job is reported as never run (the caller runs it again).
     """
 
     def __init__(self, handler, limits: Limits):
         self.limits = limits
         self.dead = False
+        self.sent = 0  # jobs written to the child; it numbers them the same way (1, 2, ...)
+        self.kill_seq = None  # the job asked to stop for its wall time
+        self.kill_at = None  # when it is killed if it has not stopped
+        self.died = None  # (job number, Outcome) of the job the child died in, if not the one collected
+        self.progress = mmap.mmap(-1, _PROGRESS.size)  # shared with the child (MAP_SHARED)
         jr, jw = os.pipe()  # jobs: parent -> child
         r, w = os.pipe()  # messages: child -> parent
         sys.stdout.flush()
@@ -550,7 +565,7 @@ class Runner:
             try:
                 os.close(jw)
                 os.close(r)
-                _runner_child(handler, limits, jr, w)
+                _runner_child(handler, limits, jr, w, self.progress)
             finally:
                 _real_exit(0)
         os.close(jr)
@@ -565,55 +580,72 @@ class Runner:
     def call_many(self, payloads, limits: Limits):
         """Runs jobs back to back without waiting in between (each with its own
         limits clock). Returns one Outcome per job; None for jobs the child
-        never started because it left first (run them again elsewhere)."""
+        never started, or whose result was lost, because it left first (run
+        them again elsewhere)."""
         results = [None] * len(payloads)
         i = 0
         spec = job_spec(limits)
         records = [job_record(spec, p) for p in payloads]
         while i < len(payloads) and not self.dead:
-            # a window that fits in the pipe, so writing never blocks
+            # a group that fits in the pipe, so writing never blocks
             group = [i]
             size = len(records[i])
             while group[-1] + 1 < len(payloads) and size + len(records[group[-1] + 1]) < 48000:
                 group.append(group[-1] + 1)
                 size += len(records[group[-1]])
             data = b"".join([records[k] for k in group])
-            start = time.monotonic()
             try:
                 _write_all(self.jobs, data)
             except OSError:
                 self.dead = True
-                self._reap(Outcome(), start)
+                self._reap(Outcome())
                 break
+            first = self.sent + 1 - group[0]  # job k is the child's job number first + k
+            self.sent += len(group)
             for k in group:
-                out = self._collect(limits, start)
-                results[k] = out
-                start = time.monotonic()
+                results[k] = self._collect(limits, first + k)
                 if self.dead:
-                    if not out.messages and not out.wall_killed:
-                        results[k] = None  # it never ran (a job past its deadline did)
+                    # the child died in a later job of the group, holding this one's result
+                    if self.died is not None and k < self.died[0] - first <= group[-1]:
+                        results[self.died[0] - first] = self.died[1]
                     break
             i = group[-1] + 1
         return results
 
-    def _collect(self, limits: Limits, start: float) -> Outcome:
+    def _collect(self, limits: Limits, seq: int):
+        """Job `seq`'s Outcome; None if it never ran or its result was lost
+        (if the child died in a later job, `died` holds that job's)."""
         out = Outcome()
-        deadline = start + limits.wall_ms / 1000.0
-        kill_at = None
+        wall = limits.wall_ms / 1000.0
+        ended = False
         while True:
             # a job's messages may already be buffered
             if self.buf and self._drain(out):
+                ended = True
                 break
             now = time.monotonic()
-            if kill_at is None and now >= deadline:
-                out.wall_killed = True
-                _kill(self.pid, signal.SIGUSR1)
-                kill_at = now + limits.grace_ms / 1000.0
-            if kill_at is not None and now >= kill_at:
-                _kill(self.pid, signal.SIGKILL)
-                kill_at = float("inf")
-            wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
-            timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
+            running, since, _target = _PROGRESS.unpack_from(self.progress)
+            if self.kill_seq is not None and running != self.kill_seq:
+                # the job ended on its own just before the signal (the child ignored it)
+                self.kill_seq = self.kill_at = None
+            if running < seq:
+                wait_until = now + wall  # the child is between jobs: look again
+            elif self.kill_seq is None:
+                wait_until = since + wall
+                if now >= wait_until:
+                    # the job the child runs is past its wall time: it reports
+                    # what it recorded (SIGUSR1), or is killed after a grace period
+                    _TARGET.pack_into(self.progress, _TARGET_AT, running)
+                    self.kill_seq = running
+                    self.kill_at = now + limits.grace_ms / 1000.0
+                    _kill(self.pid, signal.SIGUSR1)
+                    wait_until = self.kill_at
+            else:
+                if now >= self.kill_at:
+                    _kill(self.pid, signal.SIGKILL)
+                    self.kill_at = float("inf")
+                wait_until = min(self.kill_at, now + 0.05)
+            timeout = max(0.0, min(wait_until - now, 0.5))
             try:
                 ready = self.poller.poll(timeout * 1000.0)
             except InterruptedError:
@@ -623,16 +655,29 @@ class Runner:
             data = os.read(self.msgs, _READ_SIZE)
             if not data:
                 self.dead = True
-                self._drain(out)
+                ended = self._drain(out)
                 break
             self.buf += data
-        out.wall_ms = (time.monotonic() - start) * 1000.0
-        if self.dead:
-            self._reap(out, start)
+        if not self.dead:
+            return out
+        if ended:
+            self._reap(out)
+            return out  # it left (Q) after its job
+        running, since, _target = _PROGRESS.unpack_from(self.progress)
+        # the job that was running when the child died: this one, or a later
+        # one (this one's result was held back) or none (between jobs)
+        died = out if running == seq else Outcome()
+        self._reap(died)
+        died.wall_killed = self.kill_seq == running
+        died.wall_ms = (time.monotonic() - since) * 1000.0
+        if running != seq:
+            self.died = (running, died)
+            return None
         return out
 
     def _drain(self, out) -> bool:
-        """Moves complete messages into out; True at the job's end marker."""
+        """Moves complete messages into out; True at the job's end marker
+        (which carries the job's wall time)."""
         buf = self.buf
         pos = 0
         end = len(buf)
@@ -642,6 +687,7 @@ class Runner:
             if end - pos - 5 < n:
                 break
             if kind == b"K" or kind == b"Q":
+                out.wall_ms = _WALL.unpack_from(buf, pos + 5)[0]
                 pos += 5 + n
                 if kind == b"Q":
                     self.dead = True
@@ -653,7 +699,7 @@ class Runner:
             del buf[:pos]
         return ended
 
-    def _reap(self, out, start):
+    def _reap(self, out):
         try:
             os.close(self.msgs)
         except OSError:
@@ -686,7 +732,19 @@ class Runner:
         if not self.dead:
             self.dead = True
             _kill(self.pid, signal.SIGKILL)
-            self._reap(Outcome(), time.monotonic())
+            self._reap(Outcome())
+
+
+# A Runner's shared progress: the number of the job the child runs (0 before
+# the first), the time.monotonic() it started at (both written by the child),
+# and the job the parent asks to stop for its wall time (written by the parent).
+_PROGRESS = struct.Struct("=qdq")
+_SEQ = struct.Struct("=q")
+_SINCE = struct.Struct("=d")
+_TARGET = _SEQ
+_SINCE_AT, _TARGET_AT = 8, 16
+_WALL = struct.Struct("=d")  # a K/Q marker's payload: the job's wall time (ms)
+_HOLD_BYTES = 1 << 15  # results a kept child holds back at most (the pipe holds 64 KiB)
 
 
 def job_spec(limits: Limits) -> bytes:
@@ -733,13 +791,21 @@ def _rss_reader():
     return rss
 
 
-def _runner_child(handler, limits, jobs_fd, msg_fd):
+def _runner_child(handler, limits, jobs_fd, msg_fd, progress):
     import builtins
     ctx = Context(msg_fd, limits)
     _child_setup(ctx, limits, keep=(jobs_fd,))
     # Long-lived: the per-job CPU limit is ITIMER_PROF; RLIMIT_CPU only
     # backstops the runner's whole life.
     _setrlimit(resource.RLIMIT_CPU, 3600, 3601)
+
+    def on_wall_time(_sig, _frame):
+        # Only for the job the parent timed: the one it meant may have
+        # ended just before the signal came (see Runner._collect).
+        if _SEQ.unpack_from(progress, _TARGET_AT)[0] == _SEQ.unpack_from(progress)[0]:
+            ctx.limit("wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms)
+
+    signal.signal(signal.SIGUSR1, on_wall_time)
     base_modules = len(sys.modules)
     # Builtins are compared as a list (C: identical items match at once, a
     # replaced one fails unless it claims to equal the original). Kept jobs
@@ -749,20 +815,40 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
     base_cwd = os.getcwd()
     rss = _rss_reader()
     base_rss = rss()
-    reader = os.fdopen(jobs_fd, "rb", buffering=1 << 16)
-    ctx.hold_final = True  # the job's last frames go out with its K/Q marker
+    ctx.hold_final = True  # results go out per group of jobs (see Runner)
+    monotonic = time.monotonic
     spec_line = None
+    seq = 0
+    buf = b""
+    pos = 0
     while True:
-        head = reader.readline()
-        size = reader.read(4)
-        if len(size) < 4:
-            return  # the worker closed the pipe (or went away)
-        payload = reader.read(_LEN.unpack(size)[0])
+        # the next job: its spec line, its length, its payload
+        nl = buf.find(b"\n", pos)
+        end = nl + 5 + _LEN.unpack_from(buf, nl + 1)[0] if nl >= 0 and len(buf) >= nl + 5 else -1
+        if end < 0 or len(buf) < end:
+            # Not all here: the parent is waiting for what we hold.
+            ctx.flush_held()
+            try:
+                more = os.read(jobs_fd, 1 << 16)
+            except InterruptedError:
+                continue
+            if not more:
+                return  # the worker closed the pipe (or went away)
+            buf = buf[pos:] + more
+            pos = 0
+            continue
+        head = buf[pos:nl + 1]
+        payload = buf[nl + 5:end]
+        pos = end
         if head != spec_line:  # a batch repeats one spec: parse it once
             spec_line = head
             spec = jsonc.loads(head)
             job_limits = Limits(wall_ms=spec["wall_ms"], cpu_ms=spec["cpu_ms"], memory_mb=limits.memory_mb,
                                 output_bytes=spec["output_bytes"], allow_writes=spec["allow_writes"])
+        seq += 1
+        started = monotonic()
+        _SINCE.pack_into(progress, _SINCE_AT, started)  # before the number: never a new number with an old time
+        _SEQ.pack_into(progress, 0, seq)
         ctx.limits = job_limits
         ctx.stdout = _Capture(ctx, "stdout", spec["output_bytes"])
         ctx.stderr = _Capture(ctx, "stderr", spec["output_bytes"])
@@ -776,23 +862,20 @@ def _runner_child(handler, limits, jobs_fd, msg_fd):
         except MemoryError:
             ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
         except BaseException as e:  # noqa: B902 - report; the runner then leaves
-            ctx.flush_held()
             ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (type(e).__name__, e)}).encode())
-            ctx.send(b"Q", b"")
+            ctx.send(b"Q", _WALL.pack((monotonic() - started) * 1000.0))
             return
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
         clean = (len(sys.modules) == base_modules and _thread._count() == 0
                  and list(builtins.__dict__.values()) == base_builtins
                  and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
-        data, ctx.held = ctx.held, b""
-        ctx.write_frames(data + (_END_KEPT if clean else _END_LEAVING))
+        ctx.held += _HDR.pack(b"K" if clean else b"Q", 8) + _WALL.pack((monotonic() - started) * 1000.0)
         if not clean:
+            ctx.flush_held()
             return
-
-
-_END_KEPT = frame(b"K", b"")
-_END_LEAVING = frame(b"Q", b"")
+        if len(ctx.held) >= _HOLD_BYTES:
+            ctx.flush_held()
 
 
 def _signal_name(n: int) -> str:

@@ -57,6 +57,51 @@ class BadProgramsInOneWorker(WorkerTestCase):
         self.assertNotIn("peakMemoryKb", stuck["stats"])
         self.assertEqual(good["outcome"]["value"]["repr"], "9")
 
+    def test_a_kept_job_killed_after_others_in_its_group_loses_none_of_their_results(self):
+        # A kept child holds a group's results until the group is done, so
+        # the first two results are still held when the stuck job is killed
+        # (SIGKILL: it never returns to the interpreter): they are run again,
+        # the stuck job is reported once, from the kept child, and the rest
+        # runs on.
+        stuck = "def f():\n    return sum(range(10 ** 11))\n"
+        jobs = [{"source": GOOD, "path": "a.py", "entry": {"kind": "call", "expr": "f([1, 2])"}},
+                {"source": GOOD, "path": "b.py", "entry": {"kind": "call", "expr": "f([3, 4])"}},
+                {"source": stuck, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}},
+                {"source": GOOD, "path": "c.py", "entry": {"kind": "call", "expr": "f([5, 6])"}}]
+        for job in jobs:
+            job["limits"] = dict(QUICK, wallTimeMs=300)
+        a, b, s, c = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        self.assertEqual([t["outcome"]["value"]["repr"] for t in (a, b, c)], ["3", "7", "11"])
+        self.assertEqual([t["files"][0]["path"] for t in (a, b, c)], ["a.py", "b.py", "c.py"])
+        self.assertLimit(s, "wall_time")
+        self.assertEqual(s["files"][0]["path"], "stuck.py")
+        self.assertNotIn("peakMemoryKb", s["stats"])  # not run again in a fresh fork
+
+    def test_a_python_loop_after_others_in_its_group_keeps_their_results_and_its_steps(self):
+        hang = "def f():\n    n = 0\n    while True:\n        n += 1\n"
+        lim = dict(QUICK, wallTimeMs=400, cpuTimeMs=5000)
+        jobs = [{"source": GOOD, "path": "a.py", "entry": {"kind": "call", "expr": "f([1, 2])"}, "limits": lim},
+                {"source": hang, "path": "hang.py", "entry": {"kind": "call", "expr": "f()"}, "limits": lim},
+                {"source": GOOD, "path": "b.py", "entry": {"kind": "call", "expr": "f([3, 4])"}, "limits": lim}]
+        a, h, b = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        self.assertEqual([a["outcome"]["value"]["repr"], b["outcome"]["value"]["repr"]], ["3", "7"])
+        self.assertLimit(h, "wall_time")
+        self.assertGreater(len(h["steps"]), 10)
+
+    def test_each_kept_job_gets_its_own_wall_time(self):
+        # Together the group runs past one job's wall limit, no job alone
+        # does: none is stopped, and each reports its own wall time.
+        slow = "def f(n):\n    return sum(range(n))\n"
+        lim = dict(QUICK, wallTimeMs=500, cpuTimeMs=5000)
+        jobs = [{"source": slow, "path": "s%d.py" % k, "entry": {"kind": "call", "expr": "f(4 * 10 ** 6)"}, "limits": lim}
+                for k in range(12)]
+        traces = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        self.assertEqual([t["outcome"] for t in traces], [traces[0]["outcome"]] * 12)
+        self.assertEqual(traces[0]["outcome"]["value"]["repr"], repr(sum(range(4 * 10 ** 6))))
+        walls = [t["stats"]["wallMs"] for t in traces]
+        self.assertGreater(sum(walls), 500, "the group must run past one job's limit for this test to mean anything")
+        self.assertTrue(all(w < 500 for w in walls), walls)
+
     def test_a_limit_hit_before_the_program_runs_is_that_limit(self):
         # the CPU limit fires while the kept child compiles a long program:
         # the child names the limit itself (no trace steps yet), not a crash
