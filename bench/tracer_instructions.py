@@ -19,6 +19,7 @@ does not follow.
 """
 import json
 import marshal
+import mmap
 import os
 import re
 import resource
@@ -64,7 +65,7 @@ def child_loop(n):
     import gc
     gc.collect()
     gc.freeze()  # as the worker does before it forks the kept child
-    sandbox._runner_child(tracer._runner_handler, limits, jobs, out)
+    sandbox._runner_child(tracer._runner_handler, limits, jobs, out, mmap.mmap(-1, sandbox._PROGRESS.size))
 
 
 def instructions(argv):

@@ -136,7 +136,8 @@ class Context:
         # released on a memory limit so the report can still be built.
         self._reserve = mmap.mmap(-1, 4 << 20)
         self.hold_final = False
-        self.held = b""
+        self.held = []  # frames held back (send_final), written before anything else
+        self.held_bytes = 0
         self.base_depth = None  # the tracer's stack depth at the job's start (tracer.run_in_child)
         self.limiting = False
 
@@ -150,7 +151,8 @@ class Context:
         Any other write, and every exit path (limit, os._exit), writes what
         is held first, so messages stay in order."""
         if self.hold_final:
-            self.held += frames
+            self.held.append(frames)
+            self.held_bytes += len(frames)
         else:
             self.write_frames(frames)
 
@@ -161,7 +163,10 @@ class Context:
     def write_frames(self, data: bytes, _write=os.write, _view=memoryview) -> None:
         # Bound at definition: the traced program may rebind builtins or os.
         if self.held:
-            data, self.held = self.held + data, b""
+            self.held.append(data)
+            data = b"".join(self.held)
+            self.held = []
+            self.held_bytes = 0
         view = _view(data)
         while view:
             try:
@@ -870,11 +875,11 @@ def _runner_child(handler, limits, jobs_fd, msg_fd, progress):
         clean = (len(sys.modules) == base_modules and _thread._count() == 0
                  and list(builtins.__dict__.values()) == base_builtins
                  and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
-        ctx.held += _HDR.pack(b"K" if clean else b"Q", 8) + _WALL.pack((monotonic() - started) * 1000.0)
+        ctx.send_final(_HDR.pack(b"K" if clean else b"Q", 8) + _WALL.pack((monotonic() - started) * 1000.0))
         if not clean:
             ctx.flush_held()
             return
-        if len(ctx.held) >= _HOLD_BYTES:
+        if ctx.held_bytes >= _HOLD_BYTES:
             ctx.flush_held()
 
 
