@@ -638,6 +638,8 @@ class Runner:
             elif self.kill_seq is None:
                 wait_until = since + wall
                 if now >= wait_until:
+                    if _PROGRESS.unpack_from(self.progress)[:2] != (running, since):
+                        continue  # the child was just starting its next job: look again
                     # the job the child runs is past its wall time: it reports
                     # what it recorded (SIGUSR1), or is killed after a grace period
                     _TARGET.pack_into(self.progress, _TARGET_AT, running)
