@@ -221,7 +221,7 @@ class Recorder:
         self.emit(head + self.diff(fs, frame) + "}")
         return fs
 
-    def on_line(self, frame, fs, ci, line):
+    def on_line(self, frame, fs, line):
         fs.last_event = "line"
         self.emit('{"i":%d%s%d,"depth":%d%s}' % (
             self.n, fs.line_head, line, len(self.stack) - 1, self.diff(fs, frame)))
@@ -431,7 +431,7 @@ class SettraceBackend:
         def local(frame, event, arg):
             try:
                 if event == "line":
-                    on_line(frame, fs, ci, frame.f_lineno)
+                    on_line(frame, fs, frame.f_lineno)
                 elif event == "return":
                     if frames.get(_ident(frame)) is None:
                         return None  # already finished (a limit stopped the run)
@@ -657,7 +657,7 @@ class MonitoringBackend:
                 frame, fs = self._top(code)
             if fs is None:
                 return
-            rec.on_line(frame, fs, rec.codes[code], line)
+            rec.on_line(frame, fs, line)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902
@@ -681,7 +681,7 @@ class MonitoringBackend:
             frame, fs = self._top(code)
             if fs is None:
                 return
-            self.rec.on_line(frame, fs, ci, to_line)
+            self.rec.on_line(frame, fs, to_line)
         except _Stop:
             raise
         except BaseException as e:  # noqa: B902
