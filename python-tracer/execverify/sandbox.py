@@ -642,7 +642,7 @@ class Runner:
                         continue  # the child was just starting its next job: look again
                     # the job the child runs is past its wall time: it reports
                     # what it recorded (SIGUSR1), or is killed after a grace period
-                    _TARGET.pack_into(self.progress, _TARGET_AT, running)
+                    _SEQ.pack_into(self.progress, _TARGET_AT, running)
                     self.kill_seq = running
                     self.kill_at = now + limits.grace_ms / 1000.0
                     _kill(self.pid, signal.SIGUSR1)
@@ -746,9 +746,8 @@ class Runner:
 # the first), the time.monotonic() it started at (both written by the child),
 # and the job the parent asks to stop for its wall time (written by the parent).
 _PROGRESS = struct.Struct("=qdq")
-_SEQ = struct.Struct("=q")
-_SINCE = struct.Struct("=d")
-_TARGET = _SEQ
+_SEQ = struct.Struct("=q")  # the job number at 0, the target at _TARGET_AT
+_SINCE = struct.Struct("=d")  # at _SINCE_AT
 _SINCE_AT, _TARGET_AT = 8, 16
 _WALL = struct.Struct("=d")  # a K/Q marker's payload: the job's wall time (ms)
 _HOLD_BYTES = 1 << 15  # results a kept child holds back at most (the pipe holds 64 KiB)
@@ -809,7 +808,8 @@ def _runner_child(handler, limits, jobs_fd, msg_fd, progress):
     def on_wall_time(_sig, _frame):
         # Only for the job the parent timed: the one it meant may have
         # ended just before the signal came (see Runner._collect).
-        if _SEQ.unpack_from(progress, _TARGET_AT)[0] == _SEQ.unpack_from(progress)[0]:
+        running, _since, target = _PROGRESS.unpack_from(progress)
+        if target == running:
             ctx.limit("wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms)
 
     signal.signal(signal.SIGUSR1, on_wall_time)

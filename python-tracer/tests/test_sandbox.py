@@ -135,7 +135,7 @@ class KeptRunner(unittest.TestCase):
         # runs on (the child compares the job it runs with the parent's target).
         def late_signal():
             time.sleep(0.1)
-            sandbox._TARGET.pack_into(self.runner.progress, sandbox._TARGET_AT, 1)  # the job that ended
+            sandbox._SEQ.pack_into(self.runner.progress, sandbox._TARGET_AT, 1)  # the job that ended
             os.kill(self.runner.pid, signal.SIGUSR1)
         t = threading.Thread(target=late_signal)
         t.start()
