@@ -134,7 +134,8 @@ class KeptRunner(unittest.TestCase):
         # running by the time the signal lands is not the one meant, and
         # runs on (the child compares the job it runs with the parent's target).
         def late_signal():
-            time.sleep(0.1)
+            while sandbox._SEQ.unpack_from(self.runner.progress)[0] < 2:  # job 2 runs (job 1 ended)
+                time.sleep(0.005)
             sandbox._SEQ.pack_into(self.runner.progress, sandbox._TARGET_AT, 1)  # the job that ended
             os.kill(self.runner.pid, signal.SIGUSR1)
         t = threading.Thread(target=late_signal)
