@@ -610,9 +610,11 @@ class Runner:
             for k in group:
                 results[k] = self._collect(limits, first + k)
                 if self.dead:
-                    # the child died in a later job of the group, holding this one's result
-                    if self.died is not None and k < self.died[0] - first <= group[-1]:
-                        results[self.died[0] - first] = self.died[1]
+                    if self.died is not None:
+                        # it died in a later job of the group, holding this one's result
+                        seq, out = self.died
+                        if k < seq - first <= group[-1]:
+                            results[seq - first] = out
                     break
             i = group[-1] + 1
         return results
