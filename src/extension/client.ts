@@ -1,12 +1,23 @@
 // Starts the engine server (dist/server.js) through vscode-languageclient and
 // gives the rest of the extension an EngineClient over it. The API key reaches
-// the server in its environment at start, never in a protocol message.
+// the server in its environment at start, never in a protocol message. Every
+// settings answer to the server goes through settings.ts, so an untrusted
+// workspace never supplies the interpreter, the endpoint or the store path.
 import * as vscode from 'vscode';
-import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  ResponseError,
+  State,
+  TransportKind,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
 import type { ZodType } from 'zod';
 import { EngineRequestError, initializationOptions, serverEnvironment, toEngineError, type EngineClient } from './engine-client';
 import type { Log } from './log';
 import type { ApiKeyStore } from './secrets';
+import { readSettings, settingsSection } from './settings';
 
 export function registerLanguageClient(
   context: vscode.ExtensionContext,
@@ -20,6 +31,21 @@ export function registerLanguageClient(
     synchronize: { configurationSection: 'execverify' },
     outputChannel: deps.outputChannel,
     initializationOptions: () => initializationOptions(vscode.workspace.isTrusted),
+    middleware: {
+      workspace: {
+        // The client's own answer reads the merged configuration (workspace values included); ours honours trust.
+        configuration: async (params, token, next) => {
+          const ours = params.items.map((item) => settingsSection(item.section));
+          if (ours.every((o) => o !== undefined)) return ours.map((o) => o!.value);
+          const theirs = await next(params, token);
+          if (theirs instanceof ResponseError) return theirs;
+          return params.items.map((_, i) => (ours[i] ? ours[i].value : theirs[i]));
+        },
+        didChangeConfiguration: async () => {
+          await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { execverify: readSettings() } });
+        },
+      },
+    },
     // The server keeps working on other files when one request fails; never pop up LSP internals.
     initializationFailedHandler: (error) => {
       deps.log(`The ExecVerify engine could not start: ${String(error)}`);

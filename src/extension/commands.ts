@@ -20,11 +20,12 @@ import {
 } from '../server/protocol';
 import { toEngineError, type EngineClient } from './engine-client';
 import type { Log } from './log';
+import { readSettings } from './settings';
 import type { PanelHost } from './panel';
 import type { ReplayBridge } from './replay';
 import { DEBUG_TYPE } from './replay';
 import type { StatusBarView } from './statusbar';
-import type { TrustGate } from './trust';
+import { ASKS_MODEL, RUNS_JUDGE, type TrustGate } from './trust';
 
 export interface CommandDeps {
   client: EngineClient;
@@ -178,6 +179,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   });
 
   const predictNextStep = guarded(async (runIdArg?: unknown, stepArg?: unknown): Promise<Prediction | undefined> => {
+    if (!(await deps.trust.require('predict the next step', ASKS_MODEL))) return undefined;
     const stop = typeof runIdArg === 'string' && typeof stepArg === 'number' ? { runId: runIdArg, step: stepArg } : deps.replay.current();
     if (!stop) return void vscode.window.showInformationMessage('ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.');
     const prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
@@ -192,6 +194,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   });
 
   const revealVerdict = guarded(async (predictionId?: unknown): Promise<StepVerdict | undefined> => {
+    if (!(await deps.trust.require('judge the prediction', RUNS_JUDGE))) return undefined;
     const id = typeof predictionId === 'string' ? predictionId : lastPrediction?.id;
     if (!id) return void vscode.window.showInformationMessage('ExecVerify: nothing to reveal yet: use “Predict next step” first.');
     return client.request(Methods.reveal, { predictionId: id }, StepVerdictSchema);
@@ -231,7 +234,8 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (!format) return undefined;
     let out = typeof outArg === 'string' ? outArg : undefined;
     if (!out) {
-      const datasetDir = vscode.workspace.getConfiguration('execverify').get<string>('datasetDir') || '.execverify';
+      const configured = readSettings().datasetDir;
+      const datasetDir = typeof configured === 'string' && configured ? configured : '.execverify';
       out = await vscode.window.showInputBox({
         title: `ExecVerify: export ${format} to…`,
         value: `${datasetDir.replace(/\/+$/, '')}/export/${format}`,

@@ -19,7 +19,7 @@ export function registerReplayDebugger(context: vscode.ExtensionContext, deps: R
   const factory: vscode.DebugAdapterDescriptorFactory = {
     createDebugAdapterDescriptor(session) {
       const cwd = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
-      const adapter = new ReplayDebugSession(replaySessionDeps({ recorder: deps.recorder(), cwd, onTrace: deps.onTrace }));
+      const adapter = new ReplayDebugSession(replaySessionDeps({ recorder: trustedRecorder(deps.recorder), cwd, onTrace: deps.onTrace }));
       return new vscode.DebugAdapterInlineImplementation(adapter);
     },
   };
@@ -27,6 +27,22 @@ export function registerReplayDebugger(context: vscode.ExtensionContext, deps: R
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, factory),
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, configurationProvider),
   );
+}
+
+/**
+ * The recorder a session gets: in an untrusted workspace it records nothing,
+ * whatever launch configuration reached the adapter (resolveDebugConfiguration
+ * already refuses; this holds for configurations that did not pass through it).
+ */
+export function trustedRecorder(recorder: () => Recorder): Recorder {
+  return {
+    record: async (request, signal) => {
+      if (!vscode.workspace.isTrusted) {
+        return { ok: false, message: 'ExecVerify does not run code in an untrusted workspace. Trust the workspace (Manage Workspace Trust), or replay a recorded trace with "traceFile".' };
+      }
+      return recorder().record(request, signal);
+    },
+  };
 }
 
 const configurationProvider: vscode.DebugConfigurationProvider = {

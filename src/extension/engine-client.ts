@@ -28,7 +28,7 @@ export interface EngineClient {
 
 export function initializationOptions(workspaceTrusted: boolean): InitOptions {
   return {
-    settings: readSettings(),
+    settings: readSettings(workspaceTrusted),
     inline: 'notifications',
     trusted: workspaceTrusted,
     workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,

@@ -20,6 +20,8 @@ export function healthText(h: Health): { text: string; tooltip: string } {
       return { text: `$(beaker) ExecVerify: ${h.model || 'model'}`, tooltip: `${h.endpoint} is up. ${h.message}` };
     case 'down':
       return { text: '$(warning) ExecVerify: endpoint down', tooltip: `${h.endpoint}: ${h.message}` };
+    case 'untrusted':
+      return { text: '$(shield) ExecVerify: restricted', tooltip: `${h.message} Trust the workspace to predict and verify.` };
   }
 }
 

@@ -57,7 +57,7 @@ export const InitOptionsSchema = z.object({
   inline: z.enum(['notifications', 'inlayHints']).default('inlayHints'),
   /** Workspace folder used for the sample store when the client sends no workspaceFolders. */
   workspaceRoot: z.string().optional(),
-  /** False in an untrusted workspace: the server then refuses everything that runs code. */
+  /** False in an untrusted workspace: the server then refuses everything that runs code, judges or asks a model. */
   trusted: z.boolean().default(true),
 });
 export type InitOptions = z.infer<typeof InitOptionsSchema>;
@@ -229,7 +229,8 @@ export type InputCandidate = z.infer<typeof InputCandidateSchema>;
 export const InputsResultSchema = z.array(InputCandidateSchema);
 
 export const HealthSchema = z.object({
-  state: z.enum(['baseline', 'ok', 'down']),
+  /** untrusted: Restricted Mode, the endpoint was not contacted. */
+  state: z.enum(['baseline', 'ok', 'down', 'untrusted']),
   endpoint: z.string(),
   model: z.string(),
   message: z.string(),

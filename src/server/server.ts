@@ -131,7 +131,10 @@ export class EngineServer {
     });
     c.onNotification(Methods.setTrust, (raw: unknown) => {
       const p = SetTrustSchema.safeParse(raw);
-      if (p.success) this.trusted = p.data.trusted;
+      if (!p.success) return;
+      this.trusted = p.data.trusted;
+      // Trust changes which settings the client may send (workspace values now apply): read them again.
+      this.settingsLoaded = this.refreshSettings(undefined);
     });
     c.onShutdown(async () => {
       if (this.traceDir) await fs.rm(this.traceDir, { recursive: true, force: true }).catch(() => {});
@@ -178,7 +181,13 @@ export class EngineServer {
     }
   }
 
-  private access(): ModelAccess {
+  /**
+   * What a model request or the judge needs. The one way to the key and to the
+   * settings that name the endpoint and the interpreter, so it is also where an
+   * untrusted workspace stops: no model request (the key never leaves), no judge.
+   */
+  private access(action: string): ModelAccess {
+    this.requireTrust(action);
     return { settings: this.settings, apiKey: this.apiKey };
   }
 
@@ -262,14 +271,18 @@ export class EngineServer {
     }
   }
 
-  private requireTrust(): void {
+  /** Refuses `action` in an untrusted workspace: nothing runs there but this server, and no model is asked. */
+  private requireTrust(action: string): void {
     if (!this.trusted) {
-      throw new EngineError('untrusted', 'This workspace is not trusted, so ExecVerify runs no code in it. Trust the workspace (Manage Workspace Trust) to trace and verify.');
+      throw new EngineError(
+        'untrusted',
+        `This workspace is not trusted, so ExecVerify does not ${action}: it runs no code, no judge and asks no model there (recorded traces can still be replayed). Trust the workspace (Manage Workspace Trust) to trace, predict and verify.`,
+      );
     }
   }
 
   async trace(params: TraceParams, token: CancellationToken): Promise<TraceResult> {
-    this.requireTrust();
+    this.requireTrust('trace');
     const { uri } = params;
     const { file, source } = await this.sourceOf(uri);
     const entry: Entry = params.entry ? { kind: 'call', expr: params.entry } : { kind: 'script', args: params.args ?? [] };
@@ -314,10 +327,11 @@ export class EngineServer {
   }
 
   async predict(runId: string, step: number, workDoneToken: string | number | undefined, token: CancellationToken): Promise<Prediction> {
+    const access = this.access('predict the next step');
     const run = this.requireRun(runId);
     const at = run.trace.steps[step];
     if (!at) throw new EngineError('bad_params', `Step ${step} is outside the run (it has ${run.trace.steps.length} steps).`);
-    const result = await this.withProgress('ExecVerify: predicting the next step', workDoneToken, token, (signal) => this.engine.predictStep(run.trace, step, this.access(), signal));
+    const result = await this.withProgress('ExecVerify: predicting the next step', workDoneToken, token, (signal) => this.engine.predictStep(run.trace, step, access, signal));
     const prediction: Prediction = {
       id: this.store.newId('pred'),
       runId,
@@ -341,9 +355,10 @@ export class EngineServer {
 
   private async judge(record: PredictionRecord, token: CancellationToken): Promise<StepVerdict> {
     if (record.verdict) return record.verdict;
+    const access = this.access('judge the prediction');
     const run = this.requireRun(record.prediction.runId);
     const signal = abortSignalOf(token);
-    const j = await this.engine.judgeStep(run.trace, record.prediction.step, record.result, this.access(), signal);
+    const j = await this.engine.judgeStep(run.trace, record.prediction.step, record.result, access, signal);
     record.verdict = {
       predictionId: record.prediction.id,
       runId: run.id,
@@ -369,7 +384,7 @@ export class EngineServer {
     const before = this.store.stop;
     this.store.stop = p.ended ? null : { runId: p.runId, step: p.step, uri: p.uri, line: p.line };
     void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
-    if (p.runId === null || p.ended) return;
+    if (p.runId === null || p.ended || !this.trusted) return;
     // The debugger revealed the step after a prediction: its verdict can be shown now.
     for (const record of this.store.predictionsFor(p.runId)) {
       if (!record.verdict && p.step > record.prediction.step) {
@@ -383,9 +398,9 @@ export class EngineServer {
   }
 
   async verify(runId: string, workDoneToken: string | number | undefined, token: CancellationToken): Promise<Verification> {
-    this.requireTrust();
+    const access = this.access('verify the call');
     const run = this.requireRun(runId);
-    const result = await this.withProgress(`ExecVerify: verifying ${run.entry}`, workDoneToken, token, (signal) => this.engine.verifyCall(run.trace, this.access(), signal));
+    const result = await this.withProgress(`ExecVerify: verifying ${run.entry}`, workDoneToken, token, (signal) => this.engine.verifyCall(run.trace, access, signal));
     const verification: Verification = {
       id: this.store.newId('ver'),
       runId,
@@ -445,7 +460,9 @@ export class EngineServer {
   }
 
   async health(token: CancellationToken): Promise<Health> {
-    return this.engine.health(this.access(), abortSignalOf(token));
+    // Untrusted: the endpoint is not even probed (a probe would carry the key).
+    if (!this.trusted) return { state: 'untrusted', endpoint: '', model: '', message: 'Restricted Mode: ExecVerify asks no model and runs no code in an untrusted workspace.' };
+    return this.engine.health(this.access('check the model endpoint'), abortSignalOf(token));
   }
 
   /** Runs `work` under work-done progress (client token or server-initiated) and aborts it on cancellation. */

@@ -228,7 +228,10 @@ export const fake = {
   serializers: new Map<string, any>(),
   visibleTextEditors: [] as FakeEditor[],
   activeTextEditor: undefined as FakeEditor | undefined,
+  /** User (global) settings, by full key. */
   configuration: {} as Record<string, unknown>,
+  /** Workspace settings (.vscode/settings.json), by full key: they win over user settings in `get`, as in VS Code. */
+  workspaceConfiguration: {} as Record<string, unknown>,
   configurationDefaults: {} as Record<string, unknown>,
   trusted: true,
   workspaceFolders: [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }] as any[] | undefined,
@@ -263,6 +266,7 @@ export function resetFake(): void {
   fake.visibleTextEditors = [];
   fake.activeTextEditor = undefined;
   fake.configuration = {};
+  fake.workspaceConfiguration = {};
   fake.trusted = true;
   fake.workspaceFolders = [{ uri: Uri.file('/ws'), name: 'ws', index: 0 }];
   fake.debugStarts = [];
@@ -366,9 +370,20 @@ export const workspace = {
   getConfiguration: (section: string) => ({
     get: <T>(key: string, dflt?: T) => {
       const full = `${section}.${key}`;
+      // Like VS Code without restrictedConfigurations applied: the workspace value wins, trusted or not.
+      if (full in fake.workspaceConfiguration) return fake.workspaceConfiguration[full] as T;
       return (full in fake.configuration ? fake.configuration[full] : full in fake.configurationDefaults ? fake.configurationDefaults[full] : dflt) as T;
     },
-    inspect: (key: string) => ({ key: `${section}.${key}`, defaultValue: fake.configurationDefaults[`${section}.${key}`] }),
+    inspect: (key: string) => {
+      const full = `${section}.${key}`;
+      return {
+        key: full,
+        defaultValue: fake.configurationDefaults[full],
+        globalValue: fake.configuration[full],
+        workspaceValue: fake.workspaceConfiguration[full],
+        workspaceFolderValue: undefined,
+      };
+    },
   }),
   get isTrusted() {
     return fake.trusted;

@@ -114,6 +114,30 @@ test('in an untrusted workspace Trace… and Verify run nothing and say how to t
   assert.ok(fake.executed.some((e) => e.command === 'workbench.trust.manage'));
 });
 
+test('in an untrusted workspace Predict next step and Show verdict now ask nothing and say why', async () => {
+  const s = setup();
+  s.stop = { runId: 'run-7', step: 3 };
+  s.engine.on('execverify/predict', () => prediction).on('execverify/reveal', () => ({}));
+  fake.trusted = false;
+  await run_('execverify.predictNextStep');
+  await run_('execverify.revealVerdict', 'pred-1');
+  assert.deepEqual(s.engine.requests, [], 'no request reached the engine');
+  assert.equal(fake.messages.length, 2);
+  assert.match(fake.messages[0]!.message, /cannot predict the next step: it sends the run to your model endpoint and runs the Python judge, and this workspace is not trusted/);
+  assert.match(fake.messages[1]!.message, /cannot judge the prediction: it runs the Python judge/);
+  assert.deepEqual(fake.messages[1]!.items, ['Manage Workspace Trust']);
+});
+
+test('the server refusing an untrusted request offers Manage Workspace Trust', async () => {
+  const s = setup();
+  s.stop = { runId: 'run-7', step: 3 };
+  s.engine.fail('execverify/predict', 'untrusted', 'This workspace is not trusted, so ExecVerify does not predict the next step.');
+  fake.messageAnswers.push('Manage Workspace Trust');
+  await run_('execverify.predictNextStep');
+  assert.match(fake.messages[0]!.message, /not trusted/);
+  assert.ok(fake.executed.some((e) => e.command === 'workbench.trust.manage'));
+});
+
 test('Verify whole call traces, verifies, shows the rewards and opens the panel on the run', async () => {
   const s = setup();
   s.engine.on('execverify/trace', () => run).on('execverify/verify', () => verification);
