@@ -35,12 +35,19 @@ export interface Recorder {
   record(request: RecordRequest, signal: AbortSignal): Promise<RecordResult>;
 }
 
+/** A file read, or why not (a message that names the file and the problem). */
+export type FileRead = { ok: true; text: string } | { ok: false; reason: 'missing' | 'unreadable' | 'not_regular' | 'too_large'; message: string };
+
+/** The most the adapter reads of a trace file, and of a program it records. */
+export const MAX_TRACE_FILE_BYTES = 256 * 1024 * 1024;
+export const MAX_PROGRAM_BYTES = 16 * 1024 * 1024;
+
 export interface ReplaySessionDeps {
   recorder: Recorder;
   /** Turns a trace into random-access form (the engine's decoder). */
   decode(trace: Trace): ReplayTrace;
-  /** Reads a UTF-8 file, or undefined when it cannot be read. */
-  readFile(file: string): Promise<string | undefined>;
+  /** Reads a regular UTF-8 file of at most `maxBytes`; never blocks on FIFOs or devices. */
+  readFile(file: string, maxBytes: number): Promise<FileRead>;
   /** Base for relative paths in the launch configuration. */
   cwd: string;
   /** Told about every trace this session replays (the editor UI uses it). */
@@ -122,8 +129,10 @@ export class ReplayDebugSession extends DebugSession {
       trace = loaded.trace;
     } else {
       const request = toRecordRequest(config, this.deps.cwd);
-      if ((await this.deps.readFile(request.program)) === undefined) {
-        return this.fail(response, `Cannot read the program ${request.program}. Set "program" in the launch configuration to an existing Python file.`);
+      const programFile = await this.deps.readFile(request.program, MAX_PROGRAM_BYTES);
+      if (!programFile.ok) {
+        const why = programFile.reason === 'missing' ? '' : ` (${programFile.message})`;
+        return this.fail(response, `Cannot read the program ${request.program}${why}. Set "program" in the launch configuration to an existing Python file.`);
       }
       const recorded = await this.record(request);
       if (!recorded.ok) return this.fail(response, recorded.message);
@@ -150,8 +159,14 @@ export class ReplayDebugSession extends DebugSession {
   private async load(trace: Trace): Promise<void> {
     const runtime = new ReplayRuntime(this.deps.decode(trace));
     this.runtime = runtime;
+    // A path named in the trace is shown from disk only when it is a regular file holding exactly the recorded
+    // source: never read more than that source's size, and anything else is served from the trace.
     this.sourcePaths = await Promise.all(
-      trace.files.map(async (f) => (path.isAbsolute(f.path) && (await this.deps.readFile(f.path)) === f.source ? f.path : undefined)),
+      trace.files.map(async (f) => {
+        if (!path.isAbsolute(f.path)) return undefined;
+        const onDisk = await this.deps.readFile(f.path, Buffer.byteLength(f.source, 'utf8'));
+        return onDisk.ok && onDisk.text === f.source ? f.path : undefined;
+      }),
     );
     runtime.on('stopped', (stop) => this.onStopped(stop));
     runtime.on('end', (outcome) => this.onEnd(outcome));
@@ -185,11 +200,14 @@ export class ReplayDebugSession extends DebugSession {
   }
 
   private async loadTraceFile(file: string): Promise<RecordResult> {
-    const text = await this.deps.readFile(file);
-    if (text === undefined) return { ok: false, message: `Cannot read the trace file ${file}. Set "traceFile" to a trace written by \`execverify trace\`.` };
+    const read = await this.deps.readFile(file, MAX_TRACE_FILE_BYTES);
+    if (!read.ok) {
+      const why = read.reason === 'missing' ? '' : ` (${read.message}; a trace file is read only when it is a regular file of at most ${MAX_TRACE_FILE_BYTES / (1024 * 1024)} MiB)`;
+      return { ok: false, message: `Cannot read the trace file ${file}${why}. Set "traceFile" to a trace written by \`execverify trace\`.` };
+    }
     let json: unknown;
     try {
-      json = JSON.parse(text);
+      json = JSON.parse(read.text);
     } catch (err) {
       return { ok: false, message: `The trace file ${file} is not JSON: ${(err as Error).message}` };
     }
