@@ -52,7 +52,32 @@ const MUTATIONS: Array<[string, (t: any) => void]> = [
   ['schema version', (t) => (t.schema = 'execverify.trace/0')],
   ['outcome kind', (t) => (t.outcome.kind = 'ok')],
   ['len negative', (t) => (t.outcome.value.attrs.v.len = -1)],
+  // What the schema's comments say cannot be, beyond the shapes:
+  ['unknown file index', (t) => (t.steps[1].file = 9)],
+  ['negative line', (t) => (t.steps[1].line = -3)],
+  ['steps out of order', (t) => ([t.steps[1], t.steps[2]] = [t.steps[2], t.steps[1]])],
+  ['index not dense', (t) => (t.steps[3].i = 4)],
+  ['a frame with no call', (t) => (t.steps[0].event = 'line')],
+  [
+    'a frame that starts with a return',
+    (t) => {
+      t.steps = t.steps.slice(t.steps.findIndex((s: any) => s.event === 'return'));
+      t.steps.forEach((s: any, i: number) => (s.i = i));
+    },
+  ],
+  ['parent not begun', (t) => (t.steps[0].parent = 99)],
+  ['parent is itself', (t) => (t.steps[0].parent = t.steps[0].frame)],
+  ['raised in an unknown file', (t) => (t.outcome = { kind: 'raised', type: 'E', message: '', line: 1, file: 5 })],
+  ['raised at a negative line', (t) => (t.outcome = { kind: 'raised', type: 'E', message: '', line: -1 })],
 ];
+
+test('a refused trace names the step and what was expected', () => {
+  const t = JSON.parse(JSON.stringify(real)) as any;
+  t.steps[1].file = 9;
+  assert.deepEqual(safeParseTrace(t), { ok: false, error: 'steps[1].file: expected an index into files (0..0); got 9' });
+  const z = TraceSchema.safeParse(t);
+  assert.equal(z.success ? '' : z.error.issues[0]!.path.join('.'), 'steps.1.file');
+});
 
 for (const [name, mutate] of MUTATIONS) {
   test(`rejected by both: ${name}`, () => {

@@ -134,7 +134,8 @@ export const TraceFileSchema = z.object({
   source: z.string(),
 });
 
-export const TraceSchema = z.object({
+/** The shapes of a trace's fields; TraceSchema adds the rules between them. */
+export const TraceShapeSchema = z.object({
   schema: z.literal(TRACE_SCHEMA_VERSION),
   python: z.object({
     version: z.string(),
@@ -154,6 +155,45 @@ export const TraceSchema = z.object({
     cpuMs: z.number().nonnegative().optional(),
     peakMemoryKb: z.number().nonnegative().optional(),
   }),
+});
+type TraceShape = z.infer<typeof TraceShapeSchema>;
+
+/**
+ * What the shapes alone cannot say, and the comments above do: steps are
+ * dense and in order, every file index names a file, lines are not negative,
+ * a frame begins with its `call`, and a parent is a frame already begun. A
+ * trace from elsewhere is data: one that breaks these is refused, rather than
+ * misread by the decoder, the replay debugger or the question generator.
+ * Returns the first problem (a path into the trace and what was expected).
+ */
+export function traceInconsistency(trace: TraceShape): { path: (string | number)[]; expected: string } | undefined {
+  const files = trace.files.length;
+  const begun = new Set<number>();
+  const steps = trace.steps;
+  for (let i = 0; i < steps.length; i++) {
+    const s = steps[i]!;
+    if (s.i !== i) return { path: ['steps', i, 'i'], expected: `${i} (steps are dense and in order; got ${s.i})` };
+    if (s.file >= files) return { path: ['steps', i, 'file'], expected: `an index into files (0..${files - 1}); got ${s.file}` };
+    if (s.line < 0) return { path: ['steps', i, 'line'], expected: `a line number ≥ 0; got ${s.line}` };
+    if (!begun.has(s.frame)) {
+      if (s.event !== 'call') return { path: ['steps', i, 'event'], expected: `call (the first event of frame ${s.frame}); got ${s.event}` };
+      if (s.parent !== undefined && s.parent !== null && (s.parent === s.frame || !begun.has(s.parent))) {
+        return { path: ['steps', i, 'parent'], expected: `a frame begun earlier, or null; got ${s.parent}` };
+      }
+      begun.add(s.frame);
+    }
+  }
+  const o = trace.outcome;
+  if (o.kind === 'raised') {
+    if (o.line !== null && o.line < 0) return { path: ['outcome', 'line'], expected: `a line number ≥ 0 or null; got ${o.line}` };
+    if (o.file !== undefined && o.file !== null && o.file >= files) return { path: ['outcome', 'file'], expected: `an index into files (0..${files - 1}); got ${o.file}` };
+  }
+  return undefined;
+}
+
+export const TraceSchema = TraceShapeSchema.superRefine((trace, ctx) => {
+  const problem = traceInconsistency(trace);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: `expected ${problem.expected}` });
 });
 export type Trace = z.infer<typeof TraceSchema>;
 

@@ -6,9 +6,9 @@
 // the two side by side). zod's recursive ValueSchema costs tens of
 // microseconds per value, which made validation slower than tracing.
 import { z } from 'zod';
-import { EventKindSchema, LimitKindSchema, TRACE_SCHEMA_VERSION, TraceSchema, type Step, type Trace, type Value } from './schema';
+import { EventKindSchema, LimitKindSchema, TRACE_SCHEMA_VERSION, TraceShapeSchema, traceInconsistency, type Step, type Trace, type Value } from './schema';
 
-const EnvelopeSchema = TraceSchema.omit({ steps: true }).extend({ steps: z.array(z.unknown()) });
+const EnvelopeSchema = TraceShapeSchema.omit({ steps: true }).extend({ steps: z.array(z.unknown()) });
 const EVENTS = new Set<string>(EventKindSchema.options);
 const LIMITS = new Set<string>(LimitKindSchema.options);
 
@@ -157,7 +157,10 @@ export function parseTrace(raw: unknown): Trace {
   const env = envelopeLooksValid(raw) ? (raw as z.infer<typeof EnvelopeSchema>) : EnvelopeSchema.parse(raw);
   const steps = env.steps;
   for (let i = 0; i < steps.length; i++) checkStep(steps[i], `steps[${i}]`);
-  return { ...env, steps: steps as Step[] };
+  const trace = { ...env, steps: steps as Step[] };
+  const problem = traceInconsistency(trace);
+  if (problem) throw new TraceFormatError(problem.path.map((p, k) => (typeof p === 'number' ? `[${p}]` : k === 0 ? p : `.${p}`)).join(''), problem.expected);
+  return trace;
 }
 
 /** Like parseTrace, as a result value instead of an exception. */
