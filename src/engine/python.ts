@@ -1,6 +1,7 @@
 // Where the Python interpreter and the python-tracer package are found.
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { codeEnv } from './child-env';
 
 /**
  * The interpreter to run: the configured setting, else EXECVERIFY_PYTHON,
@@ -34,12 +35,40 @@ export function pythonTracerDir(start: string = __dirname, exists: (p: string) =
   }
 }
 
-/** The environment a worker runs with: the tracer importable, output unbuffered. */
-export function workerEnv(env: NodeJS.ProcessEnv, tracerDir: string): NodeJS.ProcessEnv {
-  const sep = path.delimiter;
+/**
+ * What a worker may need from the parent: where the interpreter's standard
+ * library and shared library are (PYTHONHOME, LD_LIBRARY_PATH), which pyenv
+ * version a shim picks, how Python hashes (PYTHONHASHSEED), and the user's
+ * choices about isolation (EXECVERIFY_SANDBOX=off, EXECVERIFY_ALLOW_UNISOLATED,
+ * see python-tracer/execverify/isolation.py). The user's own import path
+ * (PYTHONPATH) follows the tracer's.
+ */
+const WORKER_VARS = ['PYTHONHOME', 'LD_LIBRARY_PATH', 'PYENV_VERSION', 'PYENV_ROOT', 'PYTHONHASHSEED', 'EXECVERIFY_SANDBOX', 'EXECVERIFY_ALLOW_UNISOLATED'];
+
+/**
+ * The environment a worker (and every program it traces) runs with: the
+ * minimal one of child-env.ts, the variables above, the tracer
+ * importable, output unbuffered, and `given` — what the user explicitly set
+ * for the program — on top. Nothing else of `env` is passed: API keys, tokens
+ * and editor variables stay in this process.
+ */
+export function workerEnv(
+  env: NodeJS.ProcessEnv,
+  tracerDir: string,
+  given: Readonly<Record<string, string>> = {},
+  platform: NodeJS.Platform = process.platform,
+): Record<string, string> {
+  const sep = platform === 'win32' ? ';' : ':';
+  const out = codeEnv(env, {}, platform);
+  for (const name of WORKER_VARS) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  const userPath = given.PYTHONPATH ?? env.PYTHONPATH;
   return {
-    ...env,
-    PYTHONPATH: env.PYTHONPATH ? `${tracerDir}${sep}${env.PYTHONPATH}` : tracerDir,
+    ...out,
+    ...given,
+    PYTHONPATH: userPath ? `${tracerDir}${sep}${userPath}` : tracerDir,
     PYTHONUNBUFFERED: '1',
     PYTHONDONTWRITEBYTECODE: '1',
     PYTHONIOENCODING: 'utf-8',

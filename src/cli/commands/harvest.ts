@@ -30,6 +30,23 @@ function fraction(values: Record<string, unknown>, flag: string, fallback: numbe
   return n;
 }
 
+/**
+ * `--pass-env NAME` (repeatable, or NAME,NAME): variables of this environment
+ * the project's tests need. Nothing else of it reaches them (see workerEnv).
+ */
+function passedEnv(raw: unknown, env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  if (raw === undefined) return undefined;
+  const names = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(',')).map((n) => n.trim()).filter(Boolean);
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--pass-env needs variable names, got '${name}'`);
+    const value = env[name];
+    if (value === undefined) throw new UsageError(`--pass-env ${name}: ${name} is not set in this environment; set it or drop the flag`);
+    out[name] = value;
+  }
+  return out;
+}
+
 export const harvestCommand: Command = {
   name: 'harvest',
   summary:
@@ -37,7 +54,7 @@ export const harvestCommand: Command = {
   usage:
     'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
     '[--runner auto|unittest|pytest] [--per-function N] [--template execverify] [--test-fraction 0.1] [--validation-fraction 0] ' +
-    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--quiet] [--json]',
+    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--quiet] [--json]',
   options: {
     out: { type: 'string', short: 'o' },
     limit: { type: 'string' },
@@ -56,6 +73,7 @@ export const harvestCommand: Command = {
     'pass-band': { type: 'string' },
     jobs: { type: 'string' },
     python: { type: 'string' },
+    'pass-env': { type: 'string', multiple: true },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
   },
@@ -80,8 +98,10 @@ export const harvestCommand: Command = {
     const k = positiveInt(values, 'k') ?? 1;
     const jobs = positiveInt(values, 'jobs');
 
+    const jobEnv = passedEnv(values['pass-env'], io.env);
+
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
-    const pool = new TracerPool({ python, env: io.env, ...(jobs ? { size: jobs } : {}) });
+    const pool = new TracerPool({ python, env: io.env, ...(jobEnv ? { jobEnv } : {}), ...(jobs ? { size: jobs } : {}) });
     let provider: Provider | undefined;
     if (!values['no-answers']) {
       const endpoint = endpointFromEnv(io.env, {
@@ -107,7 +127,7 @@ export const harvestCommand: Command = {
           passBand: band,
           concurrency: pool.size,
         },
-        { python, tracerDir: pythonTracerDir(), env: io.env, tracer: pool, questioner: templateQuestioner(template), scorer, progress, signal: io.signal },
+        { python, tracerDir: pythonTracerDir(), env: io.env, ...(jobEnv ? { jobEnv } : {}), tracer: pool, questioner: templateQuestioner(template), scorer, progress, signal: io.signal },
       );
       const files = writeReport(out, result.report);
       if (result.report.samples === 0) {

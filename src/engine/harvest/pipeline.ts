@@ -72,7 +72,10 @@ export interface HarvestOptions {
 export interface HarvestDeps {
   python: string;
   tracerDir: string;
+  /** This process's environment: the tests get workerEnv's allow-list of it, never all of it. */
   env: NodeJS.ProcessEnv;
+  /** What the user explicitly gave the project's tests (`--pass-env NAME`), on top. */
+  jobEnv?: Record<string, string>;
   tracer: Tracer;
   questioner: Questioner;
   scorer?: AnswerScorer;
@@ -194,6 +197,7 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
     python: deps.python,
     tracerDir: deps.tracerDir,
     env: deps.env,
+    ...(deps.jobEnv ? { jobEnv: deps.jobEnv } : {}),
     cwd: project.root,
     signal: deps.signal,
   };

@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { gitEnv } from '../child-env';
 
 export interface ProjectInfo {
   root: string;
@@ -70,10 +71,16 @@ export function detectLicense(root: string): string | null {
 
 export type GitRunner = (args: string[], cwd: string) => Promise<string | null>;
 
-/** Runs git, answering null when git is missing or the directory is not a repository. */
+/**
+ * Runs git, answering null when git is missing or the directory is not a
+ * repository. git gets gitEnv (no token of this process), never prompts, and
+ * runs no fsmonitor hook the harvested repository may configure.
+ */
 export const runGit: GitRunner = (args, cwd) =>
   new Promise((resolve) => {
-    execFile('git', args, { cwd, timeout: 5000 }, (err, stdout) => resolve(err ? null : stdout.trim() || null));
+    execFile('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, timeout: 5000, env: gitEnv(process.env) }, (err, stdout) =>
+      resolve(err ? null : stdout.trim() || null),
+    );
   });
 
 export async function discoverProject(root: string, git: GitRunner = runGit, name?: string): Promise<ProjectInfo> {

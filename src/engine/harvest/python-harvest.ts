@@ -50,7 +50,10 @@ const CaptureLineSchema = z.discriminatedUnion('kind', [CapturedCallSchema, Capt
 export interface PythonRun {
   python: string;
   tracerDir: string;
+  /** This process's environment: only workerEnv's allow-list of it reaches the tests. */
   env: NodeJS.ProcessEnv;
+  /** What the user explicitly gave the project's tests (`harvest --pass-env NAME`). */
+  jobEnv?: Record<string, string>;
   cwd: string;
   timeoutMs: number;
   signal?: AbortSignal;
@@ -71,7 +74,7 @@ export function runHarvestPython(args: string[], run: PythonRun): Promise<void> 
   return new Promise((resolve, reject) => {
     const child = spawn(run.python, ['-m', 'execverify.harvest', ...args], {
       cwd: run.cwd,
-      env: workerEnv(run.env, run.tracerDir),
+      env: workerEnv(run.env, run.tracerDir, run.jobEnv),
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
     });

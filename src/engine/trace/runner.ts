@@ -90,7 +90,10 @@ export interface TracerPoolOptions {
   python?: string;
   /** Number of workers; default os.availableParallelism(). */
   size?: number;
+  /** The engine's own environment: only an allow-list of it reaches the workers (see workerEnv). */
   env?: NodeJS.ProcessEnv;
+  /** What the user set for the traced programs (a launch configuration's env): passed as given. */
+  jobEnv?: Record<string, string>;
   /** The python-tracer directory; default found from this file upward. */
   tracerDir?: string;
   /** Injected for tests. */
@@ -458,6 +461,7 @@ export class TracerPool {
   readonly size: number;
   private readonly python: string;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly jobEnv: Record<string, string> | undefined;
   private readonly spawn: SpawnFn;
   private readonly graceMs: number;
   private readonly tracerDir: string | undefined;
@@ -476,6 +480,7 @@ export class TracerPool {
     this.graceMs = options.graceMs ?? 10_000;
     this.tracerDir = options.tracerDir;
     this.env = env;
+    this.jobEnv = options.jobEnv;
   }
 
   /** Traces one job; the Trace is validated (TraceSchema's rules, see validate.ts). */
@@ -659,7 +664,7 @@ export class TracerPool {
     // package's .pyc (start-up ~2x faster than compiling it each time) and
     // imports nothing else; the sandboxed child that runs traced code sets
     // sys.dont_write_bytecode, so a user's project never gets __pycache__.
-    const env = { ...workerEnv(this.env, dir), PYTHONDONTWRITEBYTECODE: '' };
+    const env = { ...workerEnv(this.env, dir, this.jobEnv), PYTHONDONTWRITEBYTECODE: '' };
     const started: Worker[] = [];
     // a process reports its end to its Worker (ends come later, as events)
     const ended = Array.from({ length: count }, (_, k): Ended => (status, spawnError) => started[k]!.ended(status, spawnError));
