@@ -22,6 +22,21 @@ export type NameLookup = (name: string) => Value | undefined;
 
 class EvalError extends Error {}
 
+/**
+ * What one expression may build: a watch, a hover or a breakpoint condition is
+ * evaluated on the adapter's thread, so a result over these bounds is refused
+ * before it is built (`'x' * 40_000_000`, `(10**10000)**10000`), not after.
+ */
+export const EVAL_BOUNDS = { stringChars: 100_000, sequenceItems: 10_000, intBits: 100_000, sourceChars: 10_000 } as const;
+
+function tooBig(what: string, size: bigint | number, bound: number, unit: string): never {
+  throw new EvalError(`the result would be ${what} of ${size} ${unit}, more than the ${bound} a watch expression may build`);
+}
+
+function bitLength(x: bigint): number {
+  return (x < 0n ? -x : x).toString(16).length * 4;
+}
+
 // ---------------------------------------------------------------- tokens
 
 type Token =
@@ -499,14 +514,25 @@ function contains(container: Py, item: Py): boolean {
 }
 
 function arithmetic(op: string, a: Py, b: Py): Py {
-  if (op === '+' && a.t === 'str' && b.t === 'str') return { t: 'str', v: a.v + b.v };
-  if (op === '*' && a.t === 'str' && (b.t === 'int' || b.t === 'bool')) return { t: 'str', v: a.v.repeat(Math.max(0, Number(toInt(b)))) };
+  if (op === '+' && a.t === 'str' && b.t === 'str') {
+    if (a.v.length + b.v.length > EVAL_BOUNDS.stringChars) tooBig('a string', a.v.length + b.v.length, EVAL_BOUNDS.stringChars, 'characters');
+    return { t: 'str', v: a.v + b.v };
+  }
+  if (op === '*' && a.t === 'str' && (b.t === 'int' || b.t === 'bool')) {
+    const times = toInt(b) < 0n ? 0n : toInt(b);
+    const size = BigInt(a.v.length) * times;
+    if (size > BigInt(EVAL_BOUNDS.stringChars)) tooBig('a string', size, EVAL_BOUNDS.stringChars, 'characters');
+    return { t: 'str', v: a.v.repeat(Number(times)) };
+  }
   if (op === '+' && (a.t === 'seq' || a.t === 'rec') && (b.t === 'seq' || b.t === 'rec')) {
     const ea = elements(a);
     const eb = elements(b);
     const ka = a.t === 'seq' ? a.kind : a.value.type;
     const kb = b.t === 'seq' ? b.kind : b.value.type;
-    if (ea && eb && ka === kb && (ka === 'list' || ka === 'tuple')) return { t: 'seq', kind: ka, items: [...ea, ...eb] };
+    if (ea && eb && ka === kb && (ka === 'list' || ka === 'tuple')) {
+      if (ea.length + eb.length > EVAL_BOUNDS.sequenceItems) tooBig(`a ${ka}`, ea.length + eb.length, EVAL_BOUNDS.sequenceItems, 'items');
+      return { t: 'seq', kind: ka, items: [...ea, ...eb] };
+    }
   }
   if (!isNumber(a) || !isNumber(b)) {
     throw new EvalError(`unsupported operand types for ${op}: ${typeName(a)} and ${typeName(b)}`);
@@ -518,7 +544,11 @@ function arithmetic(op: string, a: Py, b: Py): Py {
     switch (op) {
       case '+': return { t: 'int', v: x + y };
       case '-': return { t: 'int', v: x - y };
-      case '*': return { t: 'int', v: x * y };
+      case '*': {
+        const bits = bitLength(x) + bitLength(y);
+        if (bits > EVAL_BOUNDS.intBits) tooBig('an int', bits, EVAL_BOUNDS.intBits, 'bits');
+        return { t: 'int', v: x * y };
+      }
       case '/':
         if (y === 0n) throw new EvalError('division by zero');
         return { t: 'float', v: Number(x) / Number(y) };
@@ -535,6 +565,10 @@ function arithmetic(op: string, a: Py, b: Py): Py {
       case '**':
         if (y < 0n) return { t: 'float', v: Number(x) ** Number(y) };
         if (y > 10000n) throw new EvalError('exponent too large');
+        if (x !== 0n && x !== 1n && x !== -1n) {
+          const bits = BigInt(bitLength(x) - 1) * y;
+          if (bits > BigInt(EVAL_BOUNDS.intBits)) tooBig('an int', bits, EVAL_BOUNDS.intBits, 'bits');
+        }
         return { t: 'int', v: x ** y };
     }
   }
@@ -581,7 +615,7 @@ function index(target: Py, key: Py): Py {
 
 function attribute(target: Py, name: string): Py {
   if (target.t === 'rec' && target.value.attrs) {
-    const v = target.value.attrs[name];
+    const v = Object.hasOwn(target.value.attrs, name) ? target.value.attrs[name] : undefined;
     if (v) return fromRecorded(v);
   }
   throw new EvalError(`'${typeName(target)}' has no recorded attribute '${name}'`);
@@ -650,7 +684,7 @@ function evaluate(node: Node, lookup: NameLookup): Py {
     case 'index': return index(evaluate(node.target, lookup), evaluate(node.index, lookup));
     case 'attr': return attribute(evaluate(node.target, lookup), node.name);
     case 'call': {
-      const fn = BUILTINS[node.fn];
+      const fn = Object.hasOwn(BUILTINS, node.fn) ? BUILTINS[node.fn] : undefined;
       if (!fn) throw new EvalError(`'${node.fn}()' is not available: only ${Object.keys(BUILTINS).join(', ')} can be called on recorded values`);
       return fn(node.args.map((a) => evaluate(a, lookup)));
     }
@@ -665,6 +699,7 @@ export function evaluateRecorded(source: string, lookup: NameLookup): EvalResult
     // Breakpoint conditions are evaluated at every run of their line: parse once.
     let node = parsed.get(source);
     if (!node) {
+      if (source.length > EVAL_BOUNDS.sourceChars) throw new EvalError(`the expression is ${source.length} characters long; at most ${EVAL_BOUNDS.sourceChars} are evaluated`);
       node = new Parser(tokenize(source)).parse();
       if (parsed.size > 500) parsed.clear();
       parsed.set(source, node);

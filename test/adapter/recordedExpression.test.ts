@@ -85,3 +85,37 @@ test('truthiness follows Python for conditions', () => {
   assert.equal(truthy('nothing'), false);
   assert.equal(truthy('p'), true);
 });
+
+test('a watch that would build a huge string, sequence or int is refused before it is built', () => {
+  assert.match(ev("'x' * 40000000"), /^error: the result would be a string of 40000000 characters, more than the 100000 a watch expression may build$/);
+  assert.match(ev("name * 10**12"), /^error: the result would be a string of 2000000000000 characters/);
+  assert.match(ev("('ab' * 50000) + 'c'"), /^error: the result would be a string of 100001 characters/);
+  assert.match(ev('(10 ** 10000) ** 10000'), /^error: the result would be an int of \d+ bits, more than the 100000/);
+  assert.match(ev('(10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000)'), /^error: the result would be an int/);
+  assert.match(ev('1' + ' + 1'.repeat(5000)), /^error: the expression is 20001 characters long; at most 10000 are evaluated$/);
+  // Within the bounds, Python's answers.
+  assert.equal(ev("len('ab' * 50000)"), '100000');
+  assert.equal(ev("'' * 10**30"), "''");
+  assert.equal(ev("name * -3"), "''");
+  assert.equal(ev('(-1) ** 10000'), '1');
+});
+
+test('names that are Object.prototype members are names like any other, never JavaScript', () => {
+  const recorded = new Map<string, Value>([
+    ['__proto__', int(5)],
+    ['constructor', int(6)],
+  ]);
+  const look = (name: string) => recorded.get(name);
+  const evp = (src: string) => {
+    const r = evaluateRecorded(src, look);
+    return r.ok ? reprOf(r.value) : `error: ${r.message}`;
+  };
+  assert.equal(evp('__proto__ + constructor'), '11');
+  assert.equal(evp('toString'), "error: name 'toString' is not recorded at this step");
+  assert.match(evp('constructor()'), /^error: 'constructor\(\)' is not available: only len, abs, min, max, sum can be called/);
+  assert.match(evp('toString()'), /^error: 'toString\(\)' is not available/);
+  assert.match(evp('hasOwnProperty(1)'), /^error: 'hasOwnProperty\(\)' is not available/);
+  assert.equal(ev('p.x'), '4');
+  assert.equal(ev('p.constructor'), "error: 'mod.Point' has no recorded attribute 'constructor'");
+  assert.equal(ev('p.__proto__'), "error: 'mod.Point' has no recorded attribute '__proto__'");
+});
