@@ -157,7 +157,8 @@ export async function predictStep(engine: LiveEngine, trace: Trace, step: number
     }
     return v.value === 'Nil' ? 'Nil' : `${v.value}; ${v.type}`;
   });
-  const values: Record<string, ShownValue> = {};
+  // Keyed by program names: `__proto__` or `constructor` must be plain keys (no prototype to reach).
+  const values = Object.create(null) as Record<string, ShownValue>;
   for (const v of answer?.variables ?? []) values[v.name] = shown(v.value, v.type);
   const detail: StepDetail = { questions: rendered.questions, answers };
   return {
@@ -183,7 +184,7 @@ export async function judgeStep(engine: LiveEngine, _trace: Trace, _step: number
     throw new EngineError('internal', e instanceof JudgeProtocolError ? e.message : `The judge failed: ${e instanceof Error ? e.message : String(e)}`);
   }
   const next = detail.questions.find((q) => q.kind === 'next_line');
-  const actualValues: Record<string, ShownValue> = {};
+  const actualValues = Object.create(null) as Record<string, ShownValue>;
   for (const q of detail.questions) {
     if (q.kind === 'state') actualValues[q.var] = 'nil' in q.truth ? shown('Nil', 'Nil') : shown(q.truth.repr, q.truth.type);
   }

@@ -67,6 +67,34 @@ export type InitOptions = z.infer<typeof InitOptionsSchema>;
 export const ShownValueSchema = z.object({ value: z.string(), type: z.string() });
 export type ShownValue = z.infer<typeof ShownValueSchema>;
 
+/**
+ * Variable name → value, for names from a program: `__proto__`, `constructor`
+ * or `toString` are names like any other. zod's record silently drops a
+ * `__proto__` key, so this one checks each own key and returns a
+ * null-prototype object (an absent name reads undefined, never Object's).
+ */
+export function namesRecord<T extends z.ZodTypeAny>(value: T): z.ZodType<Record<string, z.output<T>>> {
+  // Typed by what it accepts and returns (a name → value object), so callers infer one type, not `unknown` in.
+  const schema = z.unknown().transform((raw, ctx): Record<string, z.output<T>> => {
+    const out = Object.create(null) as Record<string, z.output<T>>;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      ctx.addIssue({ code: 'custom', message: 'expected an object of names' });
+      return z.NEVER;
+    }
+    for (const name of Object.keys(raw)) {
+      const parsed = value.safeParse((raw as Record<string, unknown>)[name]);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', path: [name], message: parsed.error.issues[0]?.message ?? 'invalid' });
+        return z.NEVER;
+      }
+      out[name] = parsed.data as z.output<T>;
+    }
+    return out;
+  });
+  return schema as unknown as z.ZodType<Record<string, z.output<T>>>;
+}
+
+
 /** Who answered: a real model, or the trivial baseline (always labelled as such). */
 export const AnswererSchema = z.object({
   kind: z.enum(['model', 'baseline']),
@@ -146,7 +174,7 @@ export const PredictionSchema = z.object({
   line: z.number().int(),
   /** Predicted next line (1-based); -1: the function returns or raises; null: no usable answer. */
   nextLine: z.number().int().nullable(),
-  values: z.record(ShownValueSchema),
+  values: namesRecord(ShownValueSchema),
   answerer: AnswererSchema,
   usage: UsageSchema,
   /** Problems with the model's answer (garbage, missing fields), shown to the user. */
@@ -174,7 +202,7 @@ export const StepVerdictSchema = z.object({
   step: z.number().int(),
   line: z.number().int(),
   actualNextLine: z.number().int(),
-  actualValues: z.record(ShownValueSchema),
+  actualValues: namesRecord(ShownValueSchema),
   questions: z.array(QuestionVerdictSchema),
   ok: z.boolean(),
 });
@@ -252,7 +280,7 @@ export const PanelRowSchema = z.object({
   prediction: z
     .object({
       nextLine: z.number().int().nullable(),
-      values: z.record(ShownValueSchema),
+      values: namesRecord(ShownValueSchema),
       answerer: z.string(),
       latencyMs: z.number(),
     })
@@ -261,7 +289,7 @@ export const PanelRowSchema = z.object({
     .object({
       ok: z.boolean(),
       questions: z.array(QuestionVerdictSchema),
-      actualValues: z.record(ShownValueSchema),
+      actualValues: namesRecord(ShownValueSchema),
     })
     .optional(),
 });

@@ -7,8 +7,25 @@
 // any step in microseconds after a linear build.
 import type { Step, Trace, Value } from './schema';
 
-/** Full locals of a frame at a step: name → value, in the order Python listed them. */
+/**
+ * Full locals of a frame at a step: name → value, in the order Python listed
+ * them. A null-prototype object, so a local named `__proto__`, `constructor`
+ * or `toString` is a name like any other (and an absent one reads undefined).
+ */
 export type Locals = Readonly<Record<string, Value>>;
+
+/** A fresh null-prototype name → value map, holding `from`'s own entries in order. */
+function namesFrom(from?: Readonly<Record<string, Value>>): Record<string, Value> {
+  const out = Object.create(null) as Record<string, Value>;
+  if (from) for (const k of Object.keys(from)) out[k] = from[k]!;
+  return out;
+}
+
+/** Applies one step's diff; only own names of `set` (JSON.parse makes `__proto__` an own name). */
+function applyDiff(loc: Record<string, Value>, s: Step): void {
+  if (s.set) for (const k of Object.keys(s.set)) loc[k] = s.set[k]!;
+  if (s.del) for (const k of s.del) delete loc[k];
+}
 
 /** One activation of a frame: from a `call` event (start or resume) to its `return`. */
 export interface Activation {
@@ -112,18 +129,17 @@ export class DecodedTrace {
       // Locals: apply the diff to the frame's running state.
       let loc = current.get(s.frame);
       if (!loc) {
-        loc = {};
+        loc = namesFrom();
         current.set(s.frame, loc);
       }
-      if (s.set) for (const k in s.set) loc[k] = s.set[k]!;
-      if (s.del) for (const k of s.del) delete loc[k];
+      applyDiff(loc, s);
       if (pos % CHECKPOINT === 0) {
         let cps = this.checkpoints.get(s.frame);
         if (!cps) {
           cps = [];
           this.checkpoints.set(s.frame, cps);
         }
-        cps.push(Object.freeze({ ...loc }));
+        cps.push(Object.freeze(namesFrom(loc)));
       }
     }
   }
@@ -146,12 +162,8 @@ export class DecodedTrace {
     const c = Math.floor(pos / CHECKPOINT);
     const base = this.checkpoints.get(s.frame)![c]!;
     if (pos === c * CHECKPOINT) return base;
-    const loc: Record<string, Value> = { ...base };
-    for (let p = c * CHECKPOINT + 1; p <= pos; p++) {
-      const st = this.steps[info.steps[p]!]!;
-      if (st.set) for (const k in st.set) loc[k] = st.set[k]!;
-      if (st.del) for (const k of st.del) delete loc[k];
-    }
+    const loc = namesFrom(base);
+    for (let p = c * CHECKPOINT + 1; p <= pos; p++) applyDiff(loc, this.steps[info.steps[p]!]!);
     return loc;
   }
 
