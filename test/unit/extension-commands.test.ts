@@ -172,7 +172,8 @@ test('Predict next step asks at the stop of the active session, then Show verdic
     predictionId: (p as { predictionId: string }).predictionId, runId: 'run-7', step: 3, line: 4, actualNextLine: 5,
     actualValues: { total: { value: '1', type: 'int' } }, questions: [], ok: true,
   }));
-  assert.deepEqual(await run_('execverify.predictNextStep'), prediction);
+  // values is a null-prototype names map (see namesRecord): compare its content.
+  assert.deepEqual(structuredClone(await run_('execverify.predictNextStep')), prediction);
   assert.deepEqual(s.engine.requests[0]!.params, { runId: 'run-7', step: 3 });
   await run_('execverify.revealVerdict');
   assert.deepEqual(s.engine.requests[1], { method: 'execverify/reveal', params: { predictionId: 'pred-1' } });
