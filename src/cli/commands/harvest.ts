@@ -127,7 +127,18 @@ export const harvestCommand: Command = {
           passBand: band,
           concurrency: pool.size,
         },
-        { python, tracerDir: pythonTracerDir(), env: io.env, ...(jobEnv ? { jobEnv } : {}), tracer: pool, questioner: templateQuestioner(template), scorer, progress, signal: io.signal },
+        {
+          python,
+          tracerDir: pythonTracerDir(),
+          env: io.env,
+          ...(jobEnv ? { jobEnv } : {}),
+          tracer: pool,
+          questioner: templateQuestioner(template),
+          scorer,
+          progress,
+          signal: io.signal,
+          warn: (line) => io.stderr.write(`warning: ${line}\n`),
+        },
       );
       const files = writeReport(out, result.report);
       if (result.report.samples === 0) {

@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ZodError } from 'zod';
+import { environmentSecrets, findSecrets, type EnvironmentSecret } from '../harvest/credentials';
 import { makeRecord, RecordSchema, type SampleInput, type SampleRecord } from './record';
 
 export const STORE_FILE = 'samples.jsonl';
@@ -110,24 +111,115 @@ export class JsonlAppender {
 
 export type AddResult =
   | { added: true; record: SampleRecord }
-  | { added: false; id: string; reason: 'duplicate' | 'invalid'; message?: string };
+  | { added: false; id: string; reason: 'duplicate' | 'invalid' | 'credential'; message?: string };
 
-/** Refuses a second live writer on the same store (a killed one's stale lock is taken over). */
-function takeLock(lockFile: string): void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(fs.readFileSync(lockFile, 'utf8').trim());
-      if (pid && pid !== process.pid && isAlive(pid)) {
-        throw new Error(`another process (pid ${pid}) is writing to this store; wait for it or remove ${lockFile} if it is gone`);
+/**
+ * Where a record holds a credential: each string of it (code, prompt,
+ * answers, frames, provenance...) scanned on its own, so a finding names its
+ * field. Empty when the record is clean. Never holds the secret itself.
+ */
+export function credentialsInRecord(record: SampleRecord, secrets: readonly EnvironmentSecret[]): { field: string; kind: string }[] {
+  const out: { field: string; kind: string }[] = [];
+  const visit = (value: unknown, field: string): void => {
+    if (typeof value === 'string') {
+      for (const f of findSecrets(value, secrets)) out.push({ field, kind: f.kind });
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => visit(v, `${field}[${i}]`));
+    } else if (value && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        visit(k, field ? `${field}.${k}` : k);
+        visit(v, field ? `${field}.${k}` : k);
       }
+    }
+  };
+  visit(record, '');
+  return out;
+}
+
+/** Another live process holds the store: one line that says who and what to do. */
+export class StoreBusyError extends Error {
+  override name = 'StoreBusyError';
+  constructor(
+    readonly lockFile: string,
+    readonly pid: number | null,
+  ) {
+    super(
+      pid === null
+        ? `${path.dirname(lockFile)} is being opened by another process right now; wait for it to finish, or remove ${lockFile} if no harvest is running`
+        : `another process (pid ${pid}) is writing to ${path.dirname(lockFile)}; wait for it to finish or use another --out (remove ${lockFile} only if pid ${pid} is not a harvest)`,
+    );
+  }
+}
+
+/** The pid a lock file holds, null when it holds none (being written, or damaged), undefined when it is gone. */
+function lockHolder(file: string): number | null | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const pid = Number(text);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/** A lock file without a pid older than this was left by a writer that died between create and write. */
+const EMPTY_LOCK_STALE_MS = 10_000;
+
+function createLock(file: string): boolean {
+  try {
+    fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/**
+ * Takes the store's lock: an O_EXCL file holding this pid. A live holder
+ * means StoreBusyError; a dead one's lock is taken over, under a second
+ * O_EXCL file (`.takeover`) so two processes that both find it stale never
+ * both win. Returns the dead holder's pid when its lock was taken over.
+ */
+function takeLock(lockFile: string): number | null {
+  const guard = `${lockFile}.takeover`;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    if (createLock(lockFile)) return null;
+    const holder = lockHolder(lockFile);
+    if (holder === undefined) continue; // released in between: try again
+    if (holder === process.pid) {
+      // this process's own earlier writer (not closed): the same process may reopen its store
+      fs.writeFileSync(lockFile, String(process.pid));
+      return null;
+    }
+    if (holder === null) {
+      const age = Date.now() - fs.statSync(lockFile).mtimeMs;
+      if (age < EMPTY_LOCK_STALE_MS) throw new StoreBusyError(lockFile, null);
+    } else if (isAlive(holder)) {
+      throw new StoreBusyError(lockFile, holder);
+    }
+    // Stale: take it over, one process at a time.
+    if (!createLock(guard)) {
+      const taker = lockHolder(guard);
+      if (typeof taker === 'number' && !isAlive(taker)) fs.rmSync(guard, { force: true });
+      else pause(10); // another process is taking it over this instant
+      continue;
+    }
+    try {
+      if (lockHolder(lockFile) !== holder) continue; // someone else took it over first
       fs.rmSync(lockFile, { force: true });
+      if (createLock(lockFile)) return holder ?? 0;
+    } finally {
+      fs.rmSync(guard, { force: true });
     }
   }
-  throw new Error(`could not lock ${lockFile}`);
+  throw new StoreBusyError(lockFile, lockHolder(lockFile) ?? null);
+}
+
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function isAlive(pid: number): boolean {
@@ -155,24 +247,38 @@ export class SampleStore {
   private readonly nearKeys = new Set<string>();
   private readonly appender: JsonlAppender;
   private readonly lockFile: string | null;
+  private readonly secrets: readonly EnvironmentSecret[];
+  /** The pid of a dead writer whose stale lock this store took over, else null. */
+  readonly tookOverFrom: number | null = null;
+  private closed = false;
   private count = 0;
 
-  private constructor(dir: string, lock: boolean) {
+  private constructor(dir: string, lock: boolean, env: NodeJS.ProcessEnv) {
+    this.secrets = environmentSecrets(env);
     fs.mkdirSync(dir, { recursive: true });
     this.file = path.join(dir, STORE_FILE);
     this.lockFile = lock ? path.join(dir, 'samples.lock') : null;
-    if (this.lockFile) takeLock(this.lockFile);
-    this.repairedBytes = repairTail(this.file);
-    fs.closeSync(fs.openSync(this.file, 'a')); // an empty store is a store (readers must find it)
-    const { items, invalid } = readJsonl(this.file, (v) => RecordSchema.parse(v));
-    this.invalidLines = invalid;
-    for (const record of items) this.index(record);
+    if (this.lockFile) this.tookOverFrom = takeLock(this.lockFile);
+    try {
+      this.repairedBytes = repairTail(this.file);
+      fs.closeSync(fs.openSync(this.file, 'a')); // an empty store is a store (readers must find it)
+      const { items, invalid } = readJsonl(this.file, (v) => RecordSchema.parse(v));
+      this.invalidLines = invalid;
+      for (const record of items) this.index(record);
+    } catch (err) {
+      if (this.lockFile) fs.rmSync(this.lockFile, { force: true });
+      throw err;
+    }
     this.appender = new JsonlAppender(this.file);
   }
 
-  /** Opens (creating) the store in `dir`; `lock` keeps a second writer out. */
-  static open(dir: string, options: { lock?: boolean } = {}): SampleStore {
-    return new SampleStore(dir, options.lock ?? true);
+  /**
+   * Opens (creating) the store in `dir`; `lock` keeps a second writer out.
+   * `env` (default this process's): the values of its secret-looking
+   * variables are refused in any record, whatever their shape.
+   */
+  static open(dir: string, options: { lock?: boolean; env?: NodeJS.ProcessEnv } = {}): SampleStore {
+    return new SampleStore(dir, options.lock ?? true, options.env ?? process.env);
   }
 
   private index(record: SampleRecord): void {
@@ -205,7 +311,12 @@ export class SampleStore {
     return this.nearKeys.has(key);
   }
 
-  /** Validates and appends one sample (a full record, or its parts); a known id is not written twice. */
+  /**
+   * Validates and appends one sample (a full record, or its parts); a known
+   * id is not written twice. The last gate before disk: a record holding a
+   * credential (the rules of credentials.ts, or a secret value of the
+   * environment) is refused, whoever built it.
+   */
   add(sample: SampleRecord | SampleInput): AddResult {
     let record: SampleRecord;
     try {
@@ -215,14 +326,27 @@ export class SampleStore {
       return { added: false, id: '', reason: 'invalid', message };
     }
     if (this.ids.has(record.id)) return { added: false, id: record.id, reason: 'duplicate' };
+    const found = credentialsInRecord(record, this.secrets);
+    if (found.length > 0) {
+      const where = [...new Set(found.map((f) => `${f.kind} in ${f.field}`))].slice(0, 4).join(', ');
+      return {
+        added: false,
+        id: record.id,
+        reason: 'credential',
+        message: `the sample holds what looks like a credential (${where}) and was not stored; remove the secret from the code or its values (or harvest with --secrets redact) and try again`,
+      };
+    }
     this.appender.append(record);
     this.index(record);
     return { added: true, record };
   }
 
+  /** Closes the file and gives the lock back (once: a later close never removes another writer's lock). */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.appender.close();
-    if (this.lockFile) fs.rmSync(this.lockFile, { force: true });
+    if (this.lockFile && lockHolder(this.lockFile) === process.pid) fs.rmSync(this.lockFile, { force: true });
   }
 }
 

@@ -14,7 +14,7 @@ import { exactKey, sha256, splitFor, stableJson } from '../dataset/record';
 import { JsonlAppender, readJsonl, SampleStore } from '../dataset/store';
 import { inShard, shardOf, type Shard } from '../dataset/exporters';
 import type { Trace } from '../trace/schema';
-import { redactCredentials, scanCredentials } from './credentials';
+import { environmentSecrets, findSecrets, redactCredentials } from './credentials';
 import { inBand, structuralDifficulty, type PassBand } from './difficulty';
 import { discoverProject, type GitRunner, type ProjectInfo } from './project';
 import { HarvestProcessError, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
@@ -81,6 +81,8 @@ export interface HarvestDeps {
   scorer?: AnswerScorer;
   progress?: Progress;
   git?: GitRunner;
+  /** One-line notes for the user that are not progress (a stale lock taken over). */
+  warn?: (line: string) => void;
   now?: () => number;
   signal?: AbortSignal;
 }
@@ -175,8 +177,25 @@ function hasSummary(file: string): boolean {
   }
 }
 
-/** Runs the whole pipeline; see docs/harvest.md. */
+/**
+ * Runs the whole pipeline; see docs/harvest.md. One harvest per `--out`: the
+ * store's lock is taken before anything runs or is written there and held to
+ * the end, so a second harvest on the same directory is refused at once
+ * (StoreBusyError) and never touches the first one's files.
+ */
 export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promise<HarvestResult> {
+  const store = SampleStore.open(options.out, { env: deps.env });
+  if (store.tookOverFrom !== null) {
+    deps.warn?.(`took over the lock of ${options.out}: the harvest that held it (pid ${store.tookOverFrom || 'unknown'}) is no longer running; it resumes where that one stopped`);
+  }
+  try {
+    return await harvestInto(store, options, deps);
+  } finally {
+    store.close();
+  }
+}
+
+async function harvestInto(store: SampleStore, options: HarvestOptions, deps: HarvestDeps): Promise<HarvestResult> {
   const now = deps.now ?? Date.now;
   const progress = deps.progress ?? silentProgress;
   const started = now();
@@ -241,7 +260,8 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
   progress.done(`${built.samples.length} self-contained samples reproduce standalone`);
 
   // 3. Per-sample stages, resumable.
-  const store = SampleStore.open(options.out);
+  // The values of this process's secret-looking variables, whatever their shape.
+  const envSecrets = environmentSecrets(deps.env);
   const dropLog = new JsonlAppender(work.drops);
   const earlier = readJsonl(work.drops, (v) => DropEntrySchema.parse(v)).items;
   const decided = new Set(earlier.map((d) => d.candidate));
@@ -275,7 +295,7 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
     let result = s.result;
     let redactions = 0;
     const clean = await tick('scan', () => {
-      const findings = [code, entry, result].map((t) => scanCredentials(t));
+      const findings = [code, entry, result].map((t) => findSecrets(t, envSecrets));
       const count = findings.reduce((n, f) => n + f.length, 0);
       if (count === 0) return true;
       if ((options.secrets ?? 'drop') === 'drop') return false;
@@ -311,7 +331,7 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
     const outcome = trace.outcome;
     if (outcome.kind !== 'returned') return drop(s, 'trace', outcome.kind === 'limit' ? `trace_limit_${outcome.limit}` : `trace_${outcome.kind}`, redactions);
     if (outcome.value.repr !== result || outcome.value.type !== s.resultType) return drop(s, 'trace', 'trace_mismatch', redactions);
-    if (scanCredentials(traceValuesText(trace)).length > 0) return drop(s, 'scan', 'credential_in_trace', redactions);
+    if (findSecrets(traceValuesText(trace), envSecrets).length > 0) return drop(s, 'scan', 'credential_in_trace', redactions);
 
     const asked = await tick('questions', () => deps.questioner(trace, { code, entry, function: s.function }));
     if ('skip' in asked) return drop(s, 'questions', asked.skip, redactions);
@@ -356,7 +376,7 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
         frames: traceFrames(trace, options.maxFrames ?? 200),
         redactions,
       });
-      if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : 'invalid_record', redactions);
+      if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : added.reason === 'credential' ? 'credential_in_record' : 'invalid_record', redactions);
     });
   };
 
@@ -383,7 +403,6 @@ export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promi
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
   } finally {
     dropLog.close();
-    store.close();
   }
   progress.done(`${finished} processed, store holds ${store.size}`);
   timings.push({ stage: 'samples', seconds: (now() - t0) / 1000, items: finished });
