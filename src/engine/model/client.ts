@@ -25,6 +25,7 @@ import {
   endpointKey,
   parseEndpointConfig,
   redactSecrets,
+  StreamRedactor,
   type EndpointConfig,
   type EndpointConfigInput,
   type Sampling,
@@ -100,6 +101,8 @@ export class ModelClient {
   readonly label: string;
   readonly accounting = new Accounting();
   readonly #apiKey: string | undefined;
+  /** The key as answers are searched for it: keys under 8 characters ("EMPTY", "ollama") are words, not secrets. */
+  readonly #echoKey: string | undefined;
   readonly #sdk: OpenAI;
   readonly #transport: Transport;
   readonly #limiter: ConcurrencyLimiter;
@@ -119,6 +122,7 @@ export class ModelClient {
     const { apiKey, ...rest } = parseEndpointConfig(config);
     this.config = Object.freeze(rest);
     this.#apiKey = apiKey || undefined;
+    this.#echoKey = apiKey && apiKey.length >= 8 ? apiKey : undefined;
     this.label = describeEndpoint(rest);
     this.#transport = createTransport({ maxResponseBytes: rest.maxResponseBytes, maxSockets: Math.max(rest.concurrency, 8) });
     this.#limiter = new ConcurrencyLimiter(rest.concurrency);
@@ -240,7 +244,7 @@ export class ModelClient {
       const key = this.#cacheKey(request, k, sampling);
       const cached = await this.#cached(key, request);
       if (cached) {
-        for (const [i, s] of cached.samples.entries()) yield { type: 'delta', sample: i, text: s.text };
+        for (const [i, s] of cached.samples.entries()) yield { type: 'delta', sample: i, text: this.#redact(s.text) };
         yield { type: 'done', completion: this.#finish(cached, request, true) };
         return;
       }
@@ -259,6 +263,8 @@ export class ModelClient {
         let yielded = false;
         let finished = false;
         let failure: ModelError | undefined;
+        // Per choice: the key a server echoes is cut out before a delta is yielded or kept.
+        const redactors: (StreamRedactor | undefined)[] = [];
         const release = await this.#acquire(request.signal);
         const attempt = this.#attemptSignal(request.signal);
         this.accounting.request();
@@ -279,17 +285,26 @@ export class ModelClient {
               completionTokens = chunk.data.usage.completion_tokens ?? completionTokens;
             }
             const m = (rawChunk as { model?: unknown }).model;
-            if (typeof m === 'string') model = m;
+            if (typeof m === 'string') model = this.#redact(m);
             for (const choice of chunk.data.choices ?? []) {
               const index = choice.index ?? 0;
               if (index >= k) continue;
               const text = 'delta' in choice ? (choice.delta?.content ?? '') : ((choice as { text?: string | null }).text ?? '');
               if (choice.finish_reason) finish[index] = choice.finish_reason;
               if (!text) continue;
-              texts[index] = (texts[index] ?? '') + text;
+              const safe = this.#echoKey ? (redactors[index] ??= new StreamRedactor(this.#echoKey)).push(text) : text;
+              if (!safe) continue;
+              texts[index] = (texts[index] ?? '') + safe;
               yielded = true;
-              yield { type: 'delta', sample: index, text };
+              yield { type: 'delta', sample: index, text: safe };
             }
+          }
+          for (const [index, redactor] of redactors.entries()) {
+            const rest = redactor?.flush();
+            if (!rest) continue;
+            texts[index] = (texts[index] ?? '') + rest;
+            yielded = true;
+            yield { type: 'delta', sample: index, text: rest };
           }
           this.accounting.latency(this.#now() - started);
           finished = true;
@@ -363,7 +378,7 @@ export class ModelClient {
         format: 'execverify.model-cache/1',
         key: this.#cacheKey(request, k, sampling),
         model: result.model || this.config.model,
-        samples: result.samples.slice(0, k).map((s) => ({ text: s.text, finishReason: s.finishReason })),
+        samples: result.samples.slice(0, k).map((s) => ({ text: this.#redact(s.text), finishReason: s.finishReason })),
         usage: result.usage,
         structured: request.output && this.config.structuredOutput !== 'off' ? 'json_schema' : 'text',
         createdAt: new Date().toISOString(),
@@ -420,7 +435,7 @@ export class ModelClient {
       throw OpenAI.APIError.generate(exchange.status, parsed as object | undefined, parsed === undefined ? exchange.text.slice(0, 500) : undefined, exchange.headers as unknown as Headers);
     }
     // A SyntaxError here is classified as a malformed (retryable) answer.
-    const result = parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model);
+    const result = this.#redacted(parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model));
     // Tokens of successful attempts only, as they are read.
     this.accounting.tokens(result.promptTokens, result.completionTokens);
     return result;
@@ -598,13 +613,33 @@ export class ModelClient {
 
   #finish<S extends z.ZodTypeAny>(entry: CacheEntry, request: CompletionRequest<S>, cached: boolean): Completion<z.infer<S>> {
     const output = request.output;
+    // Answers come from the network or the cache: a cache written before the key was redacted still shows none.
+    const samples = cached && this.#echoKey ? entry.samples.map((s) => ({ ...s, text: this.#redact(s.text) })) : entry.samples;
     return {
-      samples: entry.samples.map((s) => (output ? { ...s, parsed: parseStructured(s.text, output.schema) } : { ...s })),
+      samples: samples.map((s) => (output ? { ...s, parsed: parseStructured(s.text, output.schema) } : { ...s })),
       usage: entry.usage,
       structured: entry.structured,
       cached,
-      model: entry.model,
+      model: cached ? this.#redact(entry.model) : entry.model,
     };
+  }
+
+  // ---- the key a server echoes -------------------------------------------
+
+  /**
+   * A server may echo the Authorization header it got (a debugging proxy, a
+   * hostile endpoint): the key is cut out of every answer before it is
+   * cached, parsed, shown or stored.
+   */
+  #redact(text: string): string {
+    return this.#echoKey && text.includes(this.#echoKey) ? redactSecrets(text, [this.#echoKey]) : text;
+  }
+
+  #redacted(result: RawResult): RawResult {
+    if (!this.#echoKey) return result;
+    for (const sample of result.samples) sample.text = this.#redact(sample.text);
+    result.model = this.#redact(result.model);
+    return result;
   }
 }
 

@@ -105,3 +105,35 @@ export function redactSecrets(text: string, secrets: readonly (string | undefine
   }
   return out;
 }
+
+/**
+ * Redacts a secret from text that arrives in pieces (a streamed answer): what
+ * `push` returns never holds the secret, even when a server splits it over
+ * chunks, because a tail that could be the secret's beginning is held back
+ * until the next piece (or `flush`) decides. The pieces returned, joined, are
+ * redactSecrets of the whole text.
+ */
+export class StreamRedactor {
+  #held = '';
+  constructor(private readonly secret: string) {}
+
+  push(piece: string): string {
+    const text = redactSecrets(this.#held + piece, [this.secret]);
+    const first = this.secret[0];
+    let keep = 0;
+    for (let i = Math.max(0, text.length - this.secret.length + 1); i < text.length; i++) {
+      if (text[i] === first && this.secret.startsWith(text.slice(i))) {
+        keep = text.length - i;
+        break;
+      }
+    }
+    this.#held = text.slice(text.length - keep);
+    return text.slice(0, text.length - keep);
+  }
+
+  flush(): string {
+    const rest = this.#held;
+    this.#held = '';
+    return rest;
+  }
+}
