@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { gitEnv } from '../child-env';
+import { redactCredentials } from './credentials';
 
 export interface ProjectInfo {
   root: string;
@@ -83,6 +84,35 @@ export const runGit: GitRunner = (args, cwd) =>
     );
   });
 
+/**
+ * A remote URL as provenance may keep it: no user or password
+ * (`https://user:token@host`), no query string or fragment (`?token=…`,
+ * `#access_token=…`), and any credential the scan finds in what is left
+ * redacted. The SSH user `git@` is a convention, not a secret, and stays.
+ */
+export function publicRemote(remote: string): string {
+  const url = remote.trim();
+  let out = url;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    try {
+      const u = new URL(url);
+      const keepUser = u.username === 'git' && !u.password;
+      if (!keepUser) u.username = '';
+      u.password = '';
+      u.search = '';
+      u.hash = '';
+      out = u.toString();
+    } catch {
+      out = url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, '$1').replace(/[?#].*$/, '');
+    }
+  } else {
+    // scp-like `user@host:path` (a local path has no `host:` before its first slash)
+    const scp = /^(?:([^@/\s]+)@)?([^:/\s]+):(?!\/\/)([^?#]*)/.exec(url);
+    if (scp && (scp[1] !== undefined || !/^[A-Za-z]$/.test(scp[2]!))) out = `${scp[1] === 'git' ? 'git@' : ''}${scp[2]}:${scp[3]}`;
+  }
+  return redactCredentials(out);
+}
+
 export async function discoverProject(root: string, git: GitRunner = runGit, name?: string): Promise<ProjectInfo> {
   const abs = path.resolve(root);
   if (!fs.existsSync(abs) || !fs.statSync(abs).isDirectory()) {
@@ -96,8 +126,7 @@ export async function discoverProject(root: string, git: GitRunner = runGit, nam
   return {
     root: abs,
     name: name ?? path.basename(abs),
-    // A remote URL can carry credentials (https://user:token@host/...): never keep them.
-    repository: remote ? remote.replace(/\/\/[^/@\s]+@/, '//') : top ?? null,
+    repository: remote ? publicRemote(remote) : top ?? null,
     commit,
     license: detectLicense(abs) ?? (top && top !== abs ? detectLicense(top) : null),
     modules: files.length - tests,
