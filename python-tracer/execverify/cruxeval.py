@@ -1,9 +1,12 @@
-"""CRUXEval scoring exactly as the official scorer does it, on our sandbox.
+"""CRUXEval scoring by the official scorer's rules, on our sandbox.
 
 Output mode: an answer that contains the call `f(<input>)` is wrong; otherwise
-`{code}\nassert {output} == {answer}` is executed. Input mode: an answer
-without `f(` is wrong; otherwise `{code}\nassert {output} == {answer}` is
-executed with the answer being a call. pass@k uses the unbiased estimator of
+the official scorer runs `{code}\nassert {output} == {answer}`. Input mode: an
+answer without `f(` is wrong; otherwise the same assertion, the answer being a
+call. Here the answer alone is evaluated (each in its own sandboxed child) and
+its value compared with the output by Python `==` outside that child (see
+expr_eval: an answer that makes the assertion more than that one comparison is
+wrong). pass@k uses the unbiased estimator of
 the Codex / CRUXEval papers. Each answer has the official 3 s limit.
 """
 
@@ -12,19 +15,19 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import expr_eval as _expr_eval
-from . import judge as _judge
+from .literals import MAX_ANSWER_CHARS
 
 
 def item_for(mode: str, answer: Any, code: str, input_src: str, output_src: str) -> Dict[str, Any]:
     """A sandbox item for one answer, or an immediate verdict when the official pre-checks reject it."""
     if not isinstance(answer, str) or not answer.strip():
-        return _judge.verdict(False, "no_answer")
-    if len(answer) > _judge.MAX_ANSWER_CHARS:
-        return _judge.verdict(False, "answer_too_long")
+        return {"correct": False, "reason": "no_answer"}
+    if len(answer) > MAX_ANSWER_CHARS:
+        return {"correct": False, "reason": "answer_too_long"}
     if mode == "input" and "f(" not in answer:
-        return _judge.verdict(False, "not_a_call")
+        return {"correct": False, "reason": "not_a_call"}
     if mode == "output" and "f(%s)" % input_src in answer:
-        return _judge.verdict(False, "calls_f_on_input")
+        return {"correct": False, "reason": "calls_f_on_input"}
     return {"mode": "official", "code": code, "expected": output_src, "answer": answer}
 
 

@@ -1,4 +1,4 @@
-"""The judge's worker ops (registered into execverify.worker.OPS by judge.register_ops).
+"""The judge's worker ops (listed in execverify.worker's op table).
 
     judge           {kind, answer, truth, options?}             → verdict
     judge_batch     {items: [{kind, answer, truth, options?}], options?} → {verdicts}
@@ -13,21 +13,15 @@ the trainers import — so the editor and the trainer never disagree.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, Dict, List
 
 from . import cruxeval, expr_eval, judge, reward
+from .errors import OpError
 
 
 def _error(code: str, message: str) -> Exception:
-    # `python -m execverify.worker` runs worker.py as __main__: its OpError is
-    # that module's class, not execverify.worker.OpError.
-    main = sys.modules.get("__main__")
-    cls = getattr(main, "OpError", None) if str(getattr(main, "__file__", "")).endswith("worker.py") else None
-    if cls is None:
-        from .worker import OpError as cls  # type: ignore[no-redef]
-    return cls(code, message)
+    return OpError(code, message)
 
 
 def _list(params: Dict[str, Any], key: str) -> List[Any]:
@@ -47,7 +41,7 @@ def op_judge_batch(params: Dict[str, Any]) -> Dict[str, Any]:
     items = _list(params, "items")
     started = time.process_time()
     shared = params.get("options") or {}
-    deferred = reward._Deferred()
+    deferred = expr_eval.Batch()
     verdicts = []
     # Items without their own options share one JudgeOptions, built on first use
     # (as judge() would build it per item; a bad option still fails the same way).

@@ -74,32 +74,6 @@ def load_truth(ground_truth: Any) -> Dict[str, Any]:
     return ground_truth
 
 
-class _Deferred(object):
-    """Collects sandboxed evaluations so a whole batch runs in one child process."""
-
-    def __init__(self) -> None:
-        self.items: List[Dict[str, Any]] = []
-        self.slots: List[Dict[str, Any]] = []
-
-    def judge_expression(self, answer: str, value: Dict[str, Any], code: str, opts: Any = None) -> Dict[str, Any]:
-        tol = getattr(opts, "float_tol", _judge.DEFAULT_FLOAT_TOL)
-        return self.submit({"code": code, "answer": answer, "value": value, "tol": tol, "mode": "typed",
-                            "timeout_s": getattr(opts, "timeout_s", None)})
-
-    def submit(self, item: Dict[str, Any]) -> Dict[str, Any]:
-        slot = {"correct": False, "reason": "pending", "evaluated": True}
-        self.items.append(item)
-        self.slots.append(slot)
-        return slot
-
-    def run(self, timeout_s: float) -> None:
-        if not self.items:
-            return
-        for slot, out in zip(self.slots, _expr_eval.evaluate(self.items, timeout_s=timeout_s)):
-            slot.update(out)
-        self.items, self.slots = [], []
-
-
 def _answers_for(truth: Dict[str, Any], response: str) -> List[Optional[str]]:
     fmt = truth["format"]
     if fmt == "next_step_json":
@@ -107,7 +81,7 @@ def _answers_for(truth: Dict[str, Any], response: str) -> List[Optional[str]]:
     return list(_answers.parse(fmt, response))
 
 
-def _score_one(truth: Dict[str, Any], response: Any, options: Dict[str, Any], deferred: _Deferred) -> Dict[str, Any]:
+def _score_one(truth: Dict[str, Any], response: Any, options: Dict[str, Any], deferred: _expr_eval.Batch) -> Dict[str, Any]:
     opts = _judge.JudgeOptions.from_dict(dict(truth.get("judge") or {}, **(options.get("judge") or {})))
     rcfg = dict(truth.get("reward") or {}, **(options.get("reward") or {}))
     alpha = float(rcfg.get("alpha", DEFAULT_ALPHA))
@@ -127,7 +101,7 @@ def _score_one(truth: Dict[str, Any], response: Any, options: Dict[str, Any], de
             "questions": len(questions), "breakdown": verdicts}
 
 
-def _judge_io(q: Dict[str, Any], answer: Optional[str], opts: Any, deferred: _Deferred) -> Dict[str, Any]:
+def _judge_io(q: Dict[str, Any], answer: Optional[str], opts: Any, deferred: _expr_eval.Batch) -> Dict[str, Any]:
     fn = _judge.judge_output if q["kind"] == "output" else _judge.judge_input
     try:
         return fn(answer, q["truth"], opts, evaluator=deferred)
@@ -166,7 +140,7 @@ def score_batch(ground_truths: Sequence[Any], responses: Sequence[Any], options:
     in the middle of a training step).
     """
     options = options or {}
-    deferred = _Deferred()
+    deferred = _expr_eval.Batch()
     partial: List[Dict[str, Any]] = []
     for gt, resp in zip(ground_truths, responses):
         try:

@@ -7,11 +7,12 @@ One request per line on stdin, one response per line on stdout:
     → {"id": 1, "ok": false, "error": {"code": "syntax_error", "message": "..."}}
 
 Ops: ping, trace (one job → a Trace), trace_batch ({jobs} → {traces: [Trace |
-{error}]}), plus the judge's ops (judge.register_ops adds them on first use).
+{error}]}), plus the judge's ops (JUDGE_OPS, from execverify.judge_ops).
 
 Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
 raise `OpError(code, message)`) and register it with one line in `OPS` below
-(or from your module through a `register_ops(ops)` hook like the judge's).
+(ops of another module, like the judge's: their names in a tuple such as
+JUDGE_OPS, imported on first use).
 An op that runs user code must do it through `execverify.sandbox`
 (`run_isolated` / `call_isolated`): the worker itself never runs user code,
 so no job can kill it. An op may instead return `Raw(bytes)` holding the JSON
@@ -21,10 +22,8 @@ Requests are served one at a time (the TypeScript pool runs one worker per
 core). The worker's real stdout is kept for the protocol only: fd 1 is pointed
 at stderr so a stray print (ours or a library's) cannot corrupt it.
 
-`--siblings C:E,...` (how the pool starts several workers at once): the
-worker forks one ready sibling per pair of inherited descriptors, a socket
-for requests and responses and a pipe for stderr. A sibling's first line is
-`{"id": null, "ok": true, "result": {"pid": N}}`.
+The worker first re-executes itself inside the sandbox (execverify.isolation):
+one spawn is one sandbox holding one worker.
 """
 from __future__ import annotations
 
@@ -32,17 +31,10 @@ import gc
 import os
 import sys
 
-from . import tracer
+from . import isolation, sandbox, tracer
+from .errors import OpError
 from .jsonc import dumps, loads
 
-
-class OpError(Exception):
-    """An op failed in a way the caller can act on (code is snake_case)."""
-
-    def __init__(self, code: str, message: str):
-        Exception.__init__(self, message)
-        self.code = code
-        self.message = message
 
 
 class Raw:
@@ -55,7 +47,7 @@ class Raw:
 def ping(params: dict) -> dict:
     return {"pong": True, "python": "%d.%d.%d" % sys.version_info[:3],
             "implementation": sys.implementation.name, "pid": os.getpid(),
-            "backend": tracer.default_backend()}
+            "backend": tracer.default_backend(), "isolation": isolation.status()}
 
 
 def trace(params: dict):
@@ -84,6 +76,8 @@ OPS = {
     "trace": trace,
     "trace_batch": trace_batch,
 }
+# The judge's ops (execverify.judge_ops), loaded on first use.
+JUDGE_OPS = ("judge", "judge_batch", "eval_expr", "reward", "reward_batch", "cruxeval_score")
 
 
 # Ops that decide for themselves whether the job needs the user's site
@@ -93,18 +87,15 @@ _optional_loaded = False
 
 
 def _register_optional_ops():
-    """Ops owned by other modules register here if their module exists.
-    Called on the first op the worker does not know yet, so a worker that
-    only traces never imports the judge."""
+    """Adds the judge's ops on the first op the worker does not know yet:
+    imported here, not at the top, so that a worker that only traces starts
+    without the judge (start-up time)."""
     global _optional_loaded
     _optional_loaded = True
-    try:
-        from . import judge  # noqa: F401 - registers judge ops into OPS if present
-        reg = getattr(judge, "register_ops", None)
-        if reg is not None:
-            reg(OPS)
-    except ImportError:
-        pass
+    from . import expr_eval, judge_ops
+    expr_eval.serve_here()  # answers are evaluated from this worker's own answer host
+    for name in JUDGE_OPS:
+        OPS[name] = getattr(judge_ops, "op_" + name)
 
 
 def handle(line: bytes) -> bytes:
@@ -137,62 +128,25 @@ def handle(line: bytes) -> bytes:
     return (dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 
-def _sibling_fds(argv) -> list:
-    """`--siblings C:E,C:E`: inherited descriptor pairs (a request/response
-    socket and a stderr pipe), one pair per sibling worker to fork."""
-    if "--siblings" not in argv:
-        return []
-    spec = argv[argv.index("--siblings") + 1]
-    return [tuple(int(fd) for fd in pair.split(":")) for pair in spec.split(",") if pair]
-
-
-def fork_siblings(pairs) -> bool:
-    """Forks one worker per pair, already started: the pool spawns a single
-    interpreter, which pays start-up and imports once for all its workers.
-
-    Each sibling is forked through a short-lived middle process, so it is
-    nobody's child (init reaps it), and leads its own session, so the pool
-    can kill it and its job's child as one process group. Its fds 0-2 become
-    its pair. Returns True in a sibling, False in the worker that forked them
-    (which closes every pair: a sibling's socket must end when the sibling
-    does)."""
-    fds = [fd for pair in pairs for fd in pair]
-    for chan, err in pairs:
-        middle = os.fork()
-        if middle == 0:
-            try:
-                if os.fork() == 0:
-                    os.setsid()
-                    os.dup2(chan, 0)
-                    os.dup2(chan, 1)
-                    os.dup2(err, 2)
-                    for fd in fds:
-                        os.close(fd)
-                    return True
-            except BaseException:  # noqa: B902 - never serve on the forking worker's pipes
-                pass
-            os._exit(0)
-        os.waitpid(middle, 0)
-    for fd in fds:
-        os.close(fd)
-    return False
+# How the worker starts itself again inside the sandbox (the pool's own
+# command line: -c rather than -m, since runpy imports more than we need).
+_MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
 
 
 def main(argv=None) -> int:
-    siblings = _sibling_fds(sys.argv[1:] if argv is None else argv)
+    isolation.enter(["-u", "-S", "-c", _MAIN])
+    isolation.status()  # decided once, before any job is forked
+    # No job (same user) may open this process's memory or trace it.
+    sandbox.not_dumpable()
     # Everything imported so far is shared by every forked child: keep the
     # collector from touching (and so copying) those pages in each child.
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
-    sibling = bool(siblings) and fork_siblings(siblings)
     proto = os.dup(1)
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     sys.stdout = sys.stderr
     out = os.fdopen(proto, "wb", buffering=0)
-    if sibling:  # the pool learns a sibling's pid (to kill it) from this line
-        out.write(b'{"id":null,"ok":true,"result":{"pid":%d}}\n' % os.getpid())
-    tracer.prefork()
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()
