@@ -48,8 +48,13 @@ import struct
 import sys
 import time
 
-from . import jsonc
+from . import isolation, jsonc
 from .jsonc import dumps as _json_dumps
+
+try:
+    from . import seccomp
+except ImportError:  # no ctypes (a minimal build): the job runs without the filter
+    seccomp = None
 
 _HDR = struct.Struct(">cI")
 _LEN = struct.Struct(">I")
@@ -85,7 +90,7 @@ class Limits:
 
     def __init__(self, wall_ms: int = 10000, cpu_ms: int = 10000, memory_mb: int = 1024,
                  output_bytes: int = 1000000, file_bytes: int = 0, allow_writes: bool = False,
-                 allow_network: bool = False, grace_ms: int = 1000):
+                 allow_network: bool = False, grace_ms: int = 1000, env=None):
         self.wall_ms = wall_ms
         self.cpu_ms = cpu_ms
         self.memory_mb = memory_mb
@@ -94,6 +99,8 @@ class Limits:
         self.allow_writes = allow_writes
         self.allow_network = allow_network
         self.grace_ms = grace_ms
+        # The job's whole environment (None: job_env()); nothing is inherited.
+        self.env = env
 
 
 class Outcome:
@@ -135,38 +142,14 @@ class Context:
         # Address space held back (never touched, so it costs no time) and
         # released on a memory limit so the report can still be built.
         self._reserve = mmap.mmap(-1, 4 << 20)
-        self.hold_final = False
-        self.held = []  # frames held back (send_final), written before anything else
-        self.held_bytes = 0
-        self.base_depth = None  # the tracer's stack depth at the job's start (tracer.run_in_child)
         self.limiting = False
+        self.isolated = False  # the seccomp layer is on (set by _child_setup)
 
     def send(self, kind: bytes, payload: bytes) -> None:
         self.write_frames(frame(kind, payload))
 
-    def send_final(self, frames: bytes) -> None:
-        """The job's last frames: held back while `hold_final` is set (a kept
-        child sends the results of a whole group of jobs in one write, so the
-        parent wakes once per group, see Runner), written at once otherwise.
-        Any other write, and every exit path (limit, os._exit), writes what
-        is held first, so messages stay in order."""
-        if self.hold_final:
-            self.held.append(frames)
-            self.held_bytes += len(frames)
-        else:
-            self.write_frames(frames)
-
-    def flush_held(self) -> None:
-        if self.held:
-            self.write_frames(b"")
-
     def write_frames(self, data: bytes, _write=os.write, _view=memoryview) -> None:
         # Bound at definition: the traced program may rebind builtins or os.
-        if self.held:
-            self.held.append(data)
-            data = b"".join(self.held)
-            self.held = []
-            self.held_bytes = 0
         view = _view(data)
         while view:
             try:
@@ -192,10 +175,7 @@ class Context:
             else:
                 self.send(b"L", _json_dumps({"limit": kind, "message": message}).encode())
         finally:
-            try:
-                self.flush_held()
-            finally:
-                _real_exit(0)
+            _real_exit(0)
 
 
 _real_exit = os._exit
@@ -295,6 +275,14 @@ class _Stdin:
         pass
 
 
+def _unix_socket(event, args) -> bool:
+    if event == "socket.__new__":
+        return len(args) > 1 and args[1] == 1
+    if event in ("socket.connect", "socket.bind", "socket.sendto") and args:
+        return getattr(args[0], "family", None) == 1
+    return False
+
+
 def _audit_hook(ctx):
     watched = _WATCHED
 
@@ -315,7 +303,8 @@ def _audit_hook(ctx):
             if not limits.allow_writes:
                 raise PermissionError("execverify sandbox: changing files is not allowed (%s)" % event)
         elif event in _NET_EVENTS:
-            if not limits.allow_network:
+            # AF_UNIX (1) is no network: asyncio's self-pipe is a socketpair
+            if not limits.allow_network and not _unix_socket(event, args):
                 raise PermissionError("execverify sandbox: network access is not allowed")
         elif event == "os.kill" or event == "os.killpg" or event == "signal.pthread_kill":
             pid = args[0] if args else None
@@ -343,6 +332,14 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     except (NameError, OSError):
         pass
     _close_inherited(ctx.fd, keep)
+    # Its own session and process group: kill(0, ...) reaches only the job,
+    # and the pool can stop the job and nothing else.
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    os.environ.clear()
+    os.environ.update(limits.env if limits.env is not None else _JOB_ENV)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         try:
             signal.signal(sig, signal.SIG_DFL)
@@ -367,18 +364,32 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     sys.stdout = ctx.stdout
     sys.stderr = ctx.stderr
     sys.dont_write_bytecode = True
+    # The last layer, after every set-up step that needs what it refuses.
+    if seccomp is not None and seccomp.available():
+        mapped_bytes()  # /proc/self is root's once the process is not dumpable
+        seccomp.not_dumpable()
+        seccomp.install(os.getpid(), writes=limits.allow_writes)
+        ctx.isolated = True
 
     def _exit(code=0):
         try:
             if ctx.on_exit is not None:
                 ctx.on_exit(code)
-            ctx.flush_held()
         except BaseException:  # noqa: B902 - we are exiting anyway
             pass
         _real_exit(code)
 
     os._exit = _exit
     sys.addaudithook(_audit_hook(ctx))
+
+
+# A job's environment when its caller gives none, computed once per worker.
+_JOB_ENV = isolation.job_env()
+
+
+def not_dumpable() -> None:
+    if seccomp is not None and seccomp.available():
+        seccomp.not_dumpable()
 
 
 def mapped_bytes() -> int:
@@ -436,8 +447,8 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
         try:
             os.close(r)
             ctx = Context(w, limits)
-            _child_setup(ctx, limits)
             try:
+                _child_setup(ctx, limits)
                 result = fn(ctx)
                 if result is not None:
                     ctx.send(b"R", _json_dumps(result).encode())
@@ -524,367 +535,6 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
         out.cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
         out.peak_kb = rusage.ru_maxrss
     return out
-
-
-class Runner:
-    """A forked child that runs many jobs of one handler, one at a time.
-
-    For jobs that provably leave no trace in the interpreter (the caller
-    decides; see tracer.reusable), forking once and reusing the child saves
-    the fork/exit of every job. Isolation per job is the same as
-    run_isolated's, with per-job limits: wall time (SIGUSR1, then SIGKILL),
-    CPU (ITIMER_PROF), output; memory is fixed per runner (memory_mb). The
-    child leaves (and a fresh one is forked for the next job) after any limit
-    or crash, and whenever a job changed the process: new modules, threads,
-    builtins, working directory, or it grew by more than 128 MB.
-
-    handler(ctx, payload: bytes) runs in the child and must send its result
-    (the tracer's b"T", through ctx.send_final), b"E", b"X" (a bad job) or
-    b"N" (refused before running anything: the caller runs it elsewhere) for
-    each job; the child then adds b"K" (kept) or b"Q" (leaving), with the
-    job's wall time.
-
-    Jobs go to the child in groups, and the child holds the results of a
-    group back until it has no job left to start (or holds 32 KiB): one
-    write, and one wake-up of the parent, per group rather than per job.
-    Which job the child runs, and since when, the parent reads from memory
-    the two share (`progress`), so each job's wall limit still starts when
-    that job does; a result held back when the child dies is lost, and its
-    job is reported as never run (the caller runs it again).
-    """
-
-    def __init__(self, handler, limits: Limits):
-        self.limits = limits
-        self.dead = False
-        self.sent = 0  # jobs written to the child; it numbers them the same way (1, 2, ...)
-        self.kill_seq = None  # the job asked to stop for its wall time
-        self.kill_at = None  # when it is killed if it has not stopped
-        self.died = None  # (job number, Outcome) of the job the child died in, if not the one collected
-        self.progress = mmap.mmap(-1, _PROGRESS.size)  # shared with the child (MAP_SHARED)
-        jr, jw = os.pipe()  # jobs: parent -> child
-        r, w = os.pipe()  # messages: child -> parent
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(jw)
-                os.close(r)
-                _runner_child(handler, limits, jr, w, self.progress)
-            finally:
-                _real_exit(0)
-        os.close(jr)
-        os.close(w)
-        self.pid = pid
-        self.jobs = jw
-        self.msgs = r
-        self.poller = select.poll()
-        self.poller.register(r, select.POLLIN)
-        self.buf = bytearray()
-
-    def call_many(self, payloads, limits: Limits):
-        """Runs jobs back to back without waiting in between (each with its own
-        limits clock). Returns one Outcome per job; None for jobs the child
-        never started, or whose result was lost, because it left first (run
-        them again elsewhere)."""
-        results = [None] * len(payloads)
-        i = 0
-        spec = job_spec(limits)
-        records = [job_record(spec, p) for p in payloads]
-        while i < len(payloads) and not self.dead:
-            # a group that fits in the pipe, so writing never blocks
-            group = [i]
-            size = len(records[i])
-            while group[-1] + 1 < len(payloads) and size + len(records[group[-1] + 1]) < 48000:
-                group.append(group[-1] + 1)
-                size += len(records[group[-1]])
-            data = b"".join([records[k] for k in group])
-            try:
-                _write_all(self.jobs, data)
-            except OSError:
-                self.dead = True
-                self._reap(Outcome())
-                break
-            first = self.sent + 1 - group[0]  # job k is the child's job number first + k
-            self.sent += len(group)
-            for k in group:
-                results[k] = self._collect(limits, first + k)
-                if self.dead:
-                    if self.died is not None:
-                        # it died in a later job of the group, holding this one's result
-                        seq, out = self.died
-                        if k < seq - first <= group[-1]:
-                            results[seq - first] = out
-                    break
-            i = group[-1] + 1
-        return results
-
-    def _collect(self, limits: Limits, seq: int):
-        """Job `seq`'s Outcome; None if it never ran or its result was lost
-        (if the child died in a later job, `died` holds that job's)."""
-        out = Outcome()
-        wall = limits.wall_ms / 1000.0
-        ended = False
-        while True:
-            # a job's messages may already be buffered
-            if self.buf and self._drain(out):
-                ended = True
-                break
-            now = time.monotonic()
-            running, since, _target = _PROGRESS.unpack_from(self.progress)
-            if self.kill_seq is not None and running != self.kill_seq:
-                # the job ended on its own just before the signal (the child ignored it)
-                self.kill_seq = self.kill_at = None
-            if running < seq:
-                wait_until = now + wall  # the child is between jobs: look again
-            elif self.kill_seq is None:
-                wait_until = since + wall
-                if now >= wait_until:
-                    if _PROGRESS.unpack_from(self.progress)[:2] != (running, since):
-                        continue  # the child was just starting its next job: look again
-                    # the job the child runs is past its wall time: it reports
-                    # what it recorded (SIGUSR1), or is killed after a grace period
-                    _SEQ.pack_into(self.progress, _TARGET_AT, running)
-                    self.kill_seq = running
-                    self.kill_at = now + limits.grace_ms / 1000.0
-                    _kill(self.pid, signal.SIGUSR1)
-                    wait_until = self.kill_at
-            else:
-                if now >= self.kill_at:
-                    _kill(self.pid, signal.SIGKILL)
-                    self.kill_at = float("inf")
-                wait_until = min(self.kill_at, now + 0.05)
-            timeout = max(0.0, min(wait_until - now, 0.5))
-            try:
-                ready = self.poller.poll(timeout * 1000.0)
-            except InterruptedError:
-                continue
-            if not ready:
-                continue
-            data = os.read(self.msgs, _READ_SIZE)
-            if not data:
-                self.dead = True
-                ended = self._drain(out)
-                break
-            self.buf += data
-        if not self.dead:
-            return out
-        if ended:
-            self._reap(out)
-            return out  # it left (Q) after its job
-        running, since, _target = _PROGRESS.unpack_from(self.progress)
-        # the job that was running when the child died: this one, or a later
-        # one (this one's result was held back) or none (between jobs)
-        died = out if running == seq else Outcome()
-        self._reap(died)
-        died.wall_killed = self.kill_seq == running
-        died.wall_ms = (time.monotonic() - since) * 1000.0
-        if running != seq:
-            self.died = (running, died)
-            return None
-        return out
-
-    def _drain(self, out) -> bool:
-        """Moves complete messages into out; True at the job's end marker
-        (which carries the job's wall time)."""
-        buf = self.buf
-        pos = 0
-        end = len(buf)
-        ended = False
-        while end - pos >= 5:
-            kind, n = _HDR.unpack_from(buf, pos)
-            if end - pos - 5 < n:
-                break
-            if kind == b"K" or kind == b"Q":
-                out.wall_ms = _WALL.unpack_from(buf, pos + 5)[0]
-                pos += 5 + n
-                if kind == b"Q":
-                    self.dead = True
-                ended = True
-                break
-            out.messages.append((kind, bytes(buf[pos + 5:pos + 5 + n])))
-            pos += 5 + n
-        if pos:
-            del buf[:pos]
-        return ended
-
-    def _reap(self, out):
-        try:
-            os.close(self.msgs)
-        except OSError:
-            pass
-        try:
-            os.close(self.jobs)
-        except OSError:
-            pass
-        pause = 0.00005
-        t_end = time.monotonic() + self.limits.grace_ms / 1000.0
-        while True:
-            try:
-                wpid, status, _ru = os.wait4(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if wpid:
-                break
-            if time.monotonic() > t_end:
-                _kill(self.pid, signal.SIGKILL)
-                wpid, status, _ru = os.wait4(self.pid, 0)
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-        if os.WIFSIGNALED(status):
-            out.signal = _signal_name(os.WTERMSIG(status))
-        elif os.WIFEXITED(status):
-            out.exit_code = os.WEXITSTATUS(status)
-
-    def close(self):
-        if not self.dead:
-            self.dead = True
-            _kill(self.pid, signal.SIGKILL)
-            self._reap(Outcome())
-
-
-# A Runner's shared progress: the number of the job the child runs (0 before
-# the first), the time.monotonic() it started at (both written by the child),
-# and the job the parent asks to stop for its wall time (written by the parent).
-_PROGRESS = struct.Struct("=qdq")
-_SEQ = struct.Struct("=q")  # the job number at 0, the target at _TARGET_AT
-_SINCE = struct.Struct("=d")  # at _SINCE_AT
-_SINCE_AT, _TARGET_AT = 8, 16
-_WALL = struct.Struct("=d")  # a K/Q marker's payload: the job's wall time (ms)
-_HOLD_BYTES = 1 << 15  # results a kept child holds back at most (the pipe holds 64 KiB)
-
-
-def job_spec(limits: Limits) -> bytes:
-    """The line before each job a Runner's child reads: that job's limits."""
-    return jsonc.dumps({"wall_ms": limits.wall_ms, "cpu_ms": limits.cpu_ms, "output_bytes": limits.output_bytes,
-                        "allow_writes": limits.allow_writes}).encode() + b"\n"
-
-
-def job_record(spec: bytes, payload: bytes) -> bytes:
-    """One job on a Runner's job pipe: its spec line, then the payload with
-    its length in front (any bytes: the tracer sends marshal data)."""
-    return spec + _LEN.pack(len(payload)) + payload
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _rss_reader():
-    """A cheap _rss_bytes for the per-job check of a kept child: one pread
-    of a descriptor opened once (no open() per job, so no audit event).
-    Unreadable → a huge value, so the child leaves (the safe answer)."""
-    try:
-        fd = os.open("/proc/self/statm", os.O_RDONLY)
-        page = os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return _rss_bytes
-
-    def rss():
-        try:
-            return int(os.pread(fd, 128, 0).split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            return 1 << 62
-    return rss
-
-
-def _runner_child(handler, limits, jobs_fd, msg_fd, progress):
-    import builtins
-    ctx = Context(msg_fd, limits)
-    _child_setup(ctx, limits, keep=(jobs_fd,))
-    # Long-lived: the per-job CPU limit is ITIMER_PROF; RLIMIT_CPU only
-    # backstops the runner's whole life.
-    _setrlimit(resource.RLIMIT_CPU, 3600, 3601)
-
-    def on_wall_time(_sig, _frame):
-        # Only for the job the parent timed: the one it meant may have
-        # ended just before the signal came (see Runner._collect).
-        running, _since, target = _PROGRESS.unpack_from(progress)
-        if target == running:
-            ctx.limit("wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms)
-
-    signal.signal(signal.SIGUSR1, on_wall_time)
-    base_modules = len(sys.modules)
-    # Builtins are compared as a list (C: identical items match at once, a
-    # replaced one fails unless it claims to equal the original). Kept jobs
-    # cannot name builtins at all (tracer.reusable); this is the backstop, at
-    # a fraction of the cost of an identity test per item.
-    base_builtins = list(builtins.__dict__.values())
-    base_cwd = os.getcwd()
-    rss = _rss_reader()
-    base_rss = rss()
-    ctx.hold_final = True  # results go out per group of jobs (see Runner)
-    monotonic = time.monotonic
-    spec_line = None
-    seq = 0
-    buf = b""
-    pos = 0
-    while True:
-        # the next job: its spec line, its length, its payload
-        nl = buf.find(b"\n", pos)
-        end = nl + 5 + _LEN.unpack_from(buf, nl + 1)[0] if nl >= 0 and len(buf) >= nl + 5 else -1
-        if end < 0 or len(buf) < end:
-            # Not all here: the parent is waiting for what we hold.
-            ctx.flush_held()
-            try:
-                more = os.read(jobs_fd, 1 << 16)
-            except InterruptedError:
-                continue
-            if not more:
-                return  # the worker closed the pipe (or went away)
-            buf = buf[pos:] + more
-            pos = 0
-            continue
-        head = buf[pos:nl + 1]
-        payload = buf[nl + 5:end]
-        pos = end
-        if head != spec_line:  # a batch repeats one spec: parse it once
-            spec_line = head
-            spec = jsonc.loads(head)
-            job_limits = Limits(wall_ms=spec["wall_ms"], cpu_ms=spec["cpu_ms"], memory_mb=limits.memory_mb,
-                                output_bytes=spec["output_bytes"], allow_writes=spec["allow_writes"])
-        seq += 1
-        started = monotonic()
-        _SINCE.pack_into(progress, _SINCE_AT, started)  # before the number: never a new number with an old time
-        _SEQ.pack_into(progress, 0, seq)
-        ctx.limits = job_limits
-        ctx.stdout = _Capture(ctx, "stdout", spec["output_bytes"])
-        ctx.stderr = _Capture(ctx, "stderr", spec["output_bytes"])
-        sys.stdout = ctx.stdout
-        sys.stderr = ctx.stderr
-        ctx.on_limit = None
-        ctx.on_exit = None
-        signal.setitimer(signal.ITIMER_PROF, max(0.001, spec["cpu_ms"] / 1000.0))
-        try:
-            handler(ctx, payload)
-        except MemoryError:
-            ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
-        except BaseException as e:  # noqa: B902 - report; the runner then leaves
-            ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (type(e).__name__, e)}).encode())
-            ctx.send(b"Q", _WALL.pack((monotonic() - started) * 1000.0))
-            return
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-        clean = (len(sys.modules) == base_modules and _thread._count() == 0
-                 and list(builtins.__dict__.values()) == base_builtins
-                 and os.getcwd() == base_cwd and rss() < base_rss + (128 << 20))
-        ctx.send_final(_HDR.pack(b"K" if clean else b"Q", 8) + _WALL.pack((monotonic() - started) * 1000.0))
-        if not clean:
-            ctx.flush_held()
-            return
-        if ctx.held_bytes >= _HOLD_BYTES:
-            ctx.flush_held()
 
 
 def _signal_name(n: int) -> str:

@@ -20,8 +20,6 @@ import os
 import sys
 import time
 from _functools import partial as _partial  # the C half: functools imports more (start-up)
-from marshal import dumps as _marshal_dumps
-from marshal import loads as _marshal_loads
 from operator import is_ as _is
 from types import CodeType as _CodeType
 
@@ -366,7 +364,7 @@ class Recorder:
         out, err = self.ctx.stdout, self.ctx.stderr
         tail = _tail_text(outcome, out.text(), out.truncated, err.text(), err.truncated, self.n)
         cpu = "%.3f" % ((time.process_time() - self.cpu_started) * 1000.0)
-        self.ctx.send_final(steps + _frame(b"T", (head + "\n" + tail + "\n" + cpu).encode()))
+        self.ctx.write_frames(steps + _frame(b"T", (head + "\n" + tail + "\n" + cpu).encode()))
 
 
 def _head_text(backend: str, entry_text: str, files: list) -> str:
@@ -715,12 +713,10 @@ def resolve_limits(given) -> dict:
     return lim
 
 
-def prepare(params: dict, compile_code: bool = True):
+def prepare(params: dict):
     """Validates a trace job in the worker (before forking): returns a Job.
 
     Raises JobError with code file_not_found / syntax_error / bad_entry.
-    With compile_code=False (a `call` job sent to a kept child, which compiles
-    it itself) the source is not compiled here: job.code stays None.
     """
     entry = params.get("entry")
     if not isinstance(entry, dict) or entry.get("kind") not in ("call", "script", "function"):
@@ -750,8 +746,6 @@ def prepare(params: dict, compile_code: bool = True):
         except (OSError, UnicodeDecodeError) as e:
             raise JobError("file_not_found", "cannot read %s: %s" % (path, e))
     filename = os.path.abspath(path) if path else "<source>"
-    if not compile_code:
-        return Job(params, kind, source, filename, None, entry, cwd, None, path or "<source>")
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -792,11 +786,8 @@ class Job:
         self.backend = backend
 
 
-def run_in_child(job: Job, ctx, reused: bool = False) -> None:
-    """The body of the forked child: sets up, traces, reports, exits.
-
-    `reused`: a job in a kept child (see `reusable`): it imports nothing, so
-    its directory is not put on sys.path."""
+def run_in_child(job: Job, ctx) -> None:
+    """The body of the forked child: sets up, traces, reports, exits."""
     lim = job.limits
     if job.cwd:
         try:
@@ -812,7 +803,7 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
         roots = (root + os.sep,)
     else:
         files.append({"path": job.display, "filename": job.filename, "source": job.source})
-        d = os.path.dirname(job.filename) if job.filename != "<source>" and not reused else None
+        d = os.path.dirname(job.filename) if job.filename != "<source>" else None
         if d and d not in sys.path:
             sys.path.insert(0, d)
     rec = Recorder(ctx, lim, files, roots, _entry_text(job.entry))
@@ -836,11 +827,7 @@ def run_in_child(job: Job, ctx, reused: bool = False) -> None:
     ctx.on_limit = on_limit
     _guard_settrace(ctx)
     ctx.on_exit = lambda code: rec.flush()
-    # the same for every job of a kept child (same call path): counted once
-    base_depth = ctx.base_depth
-    if base_depth is None:
-        base_depth = ctx.base_depth = len(_stack_depth())
-    sys.setrecursionlimit(base_depth + lim["recursionDepth"] + 250)
+    sys.setrecursionlimit(len(_stack_depth()) + lim["recursionDepth"] + 250)
     if job.kind == "script":
         ns = {"__name__": "__main__", "__file__": job.filename, "__builtins__": builtins}
         sys.argv = [job.display] + [str(a) for a in (job.entry.get("args") or [])]
@@ -973,67 +960,6 @@ def trace(params: dict, sandbox_limits=None) -> dict:
     return jsonc.loads(data)
 
 
-# Names through which a program could reach state shared with later jobs
-# (modules, builtins, frames, other objects' internals). A `call` job whose
-# code uses none of them, and imports nothing, cannot change the interpreter
-# for the next job, so it may run in a reused child (sandbox.Runner).
-_SHARING_NAMES = frozenset([
-    "__import__", "exec", "eval", "compile", "globals", "locals", "vars", "getattr", "setattr", "delattr",
-    "open", "input", "breakpoint", "exit", "quit", "help", "copyright", "credits", "license", "__builtins__",
-    "__subclasses__", "__globals__", "__code__", "__closure__", "__self__", "__func__", "__bases__", "__base__",
-    "__mro__", "mro", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame",
-    "ag_frame", "tb_frame", "tb_next", "__traceback__", "__loader__", "__spec__", "__getattribute__",
-    "__setattr__", "__delattr__", "__init_subclass__", "__set_name__", "__del__", "__reduce__", "__reduce_ex__",
-    "__class_getitem__", "__defaults__", "__kwdefaults__", "memoryview",
-])
-
-
-def reusable(job: Job) -> bool:
-    """Whether the job may run in a reused child (see _SHARING_NAMES)."""
-    if job.kind != "call" or "import" in job.source or "import" in job.entry.get("expr", ""):
-        return False
-    job.codes = _all_codes(job.code)
-    for code in job.codes + _all_codes(job.entry_code):
-        if not _SHARING_NAMES.isdisjoint(code.co_names):
-            return False
-    return True
-
-
-_RUNNERS = {}  # memory MB -> sandbox.Runner
-
-
-def _may_reuse(params: dict) -> bool:
-    """Cheap pre-check in the worker (no compile): could this job run in a
-    kept child? The kept child compiles it and makes the real decision
-    (`reusable`); a job it refuses comes back with b"N", having run nothing."""
-    entry = params.get("entry")
-    return (params.get("reuse", True) is not False and isinstance(params.get("source"), str)
-            and isinstance(entry, dict) and entry.get("kind") == "call"
-            and "import" not in params["source"] and "import" not in str(entry.get("expr", "")))
-
-
-def _runner_handler(ctx, payload: bytes) -> None:
-    params = _marshal_loads(payload)  # the worker's own dict: no JSON either way
-    try:
-        job = prepare(params)
-    except JobError as e:
-        ctx.send(b"X", _json_dumps({"code": e.code, "message": e.message}).encode())
-        return
-    if not reusable(job):
-        # Nothing of it ran here: the worker runs it in a fresh fork instead.
-        ctx.send(b"N", b"")
-        return
-    before = len(sys.modules)
-    cwd = os.getcwd() if job.cwd else None
-    run_in_child(job, ctx, reused=True)
-    # undo what the harness itself set up for this job (the runner checks
-    # the rest and leaves if the job changed anything else)
-    if len(sys.modules) == before + 1:  # the job's own module, registered for its run
-        sys.modules.pop(job.modname, None)
-    if cwd is not None:
-        os.chdir(cwd)
-
-
 def ensure_site() -> None:
     """Runs the `site` set-up the worker skipped at start-up (`python -S`).
 
@@ -1045,14 +971,6 @@ def ensure_site() -> None:
     if sys.flags.no_site and "site" not in sys.modules:
         import site
         site.main()
-
-
-def prefork() -> None:
-    """Forks the kept child for default limits now, so the first batch does
-    not wait for it (called by the worker once it is ready)."""
-    slimits = _kept_limits({})
-    if slimits.memory_mb not in _RUNNERS:
-        _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
 
 
 def _run_fresh(params: dict):
@@ -1079,94 +997,39 @@ def trace_bytes(params: dict) -> bytes:
     return res
 
 
-_DEFAULT_SANDBOX_LIMITS = {}  # allowWrites -> the sandbox.Limits of a job without limits
-
-
-def _kept_limits(params: dict):
-    """The sandbox limits of a job (one shared object for jobs that set none)."""
-    if params.get("limits"):
-        return _limits_for(resolve_limits(params["limits"]), params)
-    writes = bool(params.get("allowWrites"))
-    lim = _DEFAULT_SANDBOX_LIMITS.get(writes)
-    if lim is None:
-        lim = _DEFAULT_SANDBOX_LIMITS[writes] = _limits_for(resolve_limits(None), params)
-    return lim
-
-
-def _same_limits(a, b) -> bool:
-    return (a.memory_mb == b.memory_mb and a.wall_ms == b.wall_ms and a.cpu_ms == b.cpu_ms
-            and a.output_bytes == b.output_bytes and a.allow_writes == b.allow_writes)
-
-
 def trace_many_bytes(jobs: list) -> list:
     """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
-    or the JobError. Consecutive jobs that may share a child are sent to it
-    back to back (sandbox.Runner.call_many), which saves a round trip each;
-    the kept child compiles them (once per job: the worker only checks them
-    lightly). Every other job gets a fresh fork."""
-    results = [None] * len(jobs)
-    batch = []
-
-    def fresh(k, params):
+    or the JobError. Every job runs in a fresh fork of the worker, which never
+    runs user code itself: no job can change what another one records."""
+    results = []
+    for params in jobs:
         try:
-            results[k] = _run_fresh(params)
+            results.append(_run_fresh(params))
         except JobError as e:
-            results[k] = e
-
-    def flush_batch():
-        if not batch:
-            return
-        slimits = batch[0][2]
-        payloads = [_marshal_dumps(p) for _, p, _ in batch]
-        pending = list(range(len(batch)))
-        refused = []
-        for _attempt in range(2):
-            runner = _RUNNERS.get(slimits.memory_mb)
-            if runner is None or runner.dead:
-                runner = _RUNNERS[slimits.memory_mb] = sandbox.Runner(_runner_handler, slimits)
-            outs = runner.call_many([payloads[i] for i in pending], slimits)
-            left = []
-            for i, out in zip(pending, outs):
-                if out is None:
-                    left.append(i)
-                elif out.last(b"N") is not None:
-                    refused.append(i)
-                else:
-                    k, params, lim = batch[i]
-                    results[k] = _assemble_or_error(params, out, lim)
-            pending = left
-            if not pending:
-                break
-        # twice unlucky (the child left before them), or refused: a fresh fork each
-        for i in sorted(pending + refused):
-            fresh(batch[i][0], batch[i][1])
-        del batch[:]
-
-    for k, params in enumerate(jobs):
-        if not _may_reuse(params):
-            flush_batch()
-            fresh(k, params)
-            continue
-        # the kept child checks the job (prepare) and reports a bad one
-        lim = _kept_limits(params)
-        if batch and lim is not batch[0][2] and not _same_limits(batch[0][2], lim):
-            flush_batch()
-        batch.append((k, params, lim))
-    flush_batch()
+            results.append(e)
     return results
 
 
-def _assemble_or_error(job, out, slimits):
-    try:
-        return _assemble(job, out, slimits)
-    except JobError as e:
-        return e
-
-
 def _assemble(job, out, slimits) -> bytes:
-    """The Trace JSON from what the child sent (or how it died). `job` is
-    the Job, or for a kept child's job its params: they are prepared here
-    only if the child died before it sent the trace."""
+    """The Trace JSON from what the child sent (or how it died).
+
+    Everything the child sent is hostile: the program ran in that process
+    and could write anything to its pipe. It is attributed to this job only
+    (the pipe is this job's), and what goes back to the pool is one
+    well-formed JSON value, so no message can reach the protocol or another
+    job. A child whose messages are not the tracer's gets the outcome
+    `tampered`, with nothing of what it sent."""
+    try:
+        return _from_messages(job, out, slimits)
+    except JobError:
+        raise
+    except Exception as e:  # noqa: B902 - whatever the child wrote, the worker answers
+        return _without_steps(job, out, {"kind": "tampered", "message": (
+            "the traced program tampered with the tracer: its messages were not the tracer's (%s)" % (
+                type(e).__name__,))})
+
+
+def _from_messages(job, out, slimits) -> bytes:
     final = err = reported = None
     chunks = []
     for kind, payload in out.messages:  # one pass: S chunks, then T (or X / E / L)
@@ -1174,45 +1037,72 @@ def _assemble(job, out, slimits) -> bytes:
             if payload:
                 chunks.append(payload)
         elif kind == b"T":
+            if final is not None:
+                raise ValueError("two final messages")
             final = payload
         elif kind == b"X":
             d = jsonc.loads(payload)
-            raise JobError(d["code"], d["message"])
+            raise JobError(str(d["code"]), str(d["message"]))
         elif kind == b"E":
             err = payload
         elif kind == b"L":  # a limit the child hit before the tracer could report it
             reported = jsonc.loads(payload)
+        else:
+            raise ValueError("unknown message kind")
     if final is None and err is not None:
         d = jsonc.loads(err)
-        raise JobError(d.get("code", "tracer_internal"), d.get("message", "tracer failed"))
-    steps = b",".join(chunks)
-    if final is not None:
-        head, tail, cpu = final.split(b"\n", 2)
-    else:
+        raise JobError(str(d.get("code", "tracer_internal")), str(d.get("message", "tracer failed")))
+    if final is None:
         if reported is not None:
-            outcome = {"kind": "limit", "limit": reported["limit"], "message": reported["message"]}
+            outcome = {"kind": "limit", "limit": str(reported["limit"]), "message": str(reported["message"])}
+            if outcome["limit"] not in _LIMIT_KINDS:
+                raise ValueError("unknown limit")
         else:
             kind, limit, message = sandbox.crash_description(out, slimits)
             if kind == "limit":
                 outcome = {"kind": "limit", "limit": limit, "message": message}
             else:
                 outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
-        if not isinstance(job, Job):
-            job = prepare(job, compile_code=False)
-        head = _head_text(job.backend, _entry_text(job.entry),
-                          [{"path": job.display or "<source>", "source": job.source or ""}]).encode()
-        tail = _tail_text(outcome, "", False, "", False, steps.count(b'{"i":')).encode()
-        cpu = b""
+        return _without_steps(job, out, outcome, b",".join(chunks))
+    head, tail, cpu = final.split(b"\n", 2)
+    data = head + b",".join(chunks) + tail + _stats(out, cpu) + b"}}"
+    jsonc.loads(data)  # one JSON value, or the child forged it (C speed; nothing re-encoded)
+    return data
+
+
+# Every limit a trace may name (the Trace schema's LimitKind).
+_LIMIT_KINDS = frozenset(["steps", "wall_time", "cpu_time", "memory", "output", "recursion", "trace_size",
+                          "stdin", "fork"])
+
+
+def _stats(out, cpu: bytes) -> bytes:
     # stats are closed here with what the parent measured: the job's wall
-    # time, and (for a fresh fork, reaped with its rusage) CPU and peak memory
+    # time, and (reaped with its rusage) CPU and peak memory
     stats = b',"wallMs":%.3f' % out.wall_ms
     if out.cpu_ms:
         stats += b',"cpuMs":%.3f' % out.cpu_ms
-    elif cpu:
+    elif cpu and cpu.replace(b".", b"", 1).isdigit():
         stats += b',"cpuMs":' + cpu
     if out.peak_kb:
         stats += b',"peakMemoryKb":%d' % out.peak_kb
-    return head + steps + tail + stats + b"}}"
+    return stats
+
+
+def _without_steps(job, out, outcome: dict, steps: bytes = b"") -> bytes:
+    """The trace of a job whose child sent no final message: the job as the
+    worker knows it, `steps` (checked: each chunk is the child's) and the
+    outcome."""
+    if steps:
+        try:
+            jsonc.loads(b"[" + steps + b"]")
+        except ValueError:
+            steps = b""
+            outcome = {"kind": "tampered", "message": "the traced program tampered with the tracer: "
+                                                      "its steps were not the tracer's"}
+    head = _head_text(job.backend, _entry_text(job.entry),
+                      [{"path": job.display or "<source>", "source": job.source or ""}]).encode()
+    tail = _tail_text(outcome, "", False, "", False, steps.count(b'{"i":')).encode()
+    return head + steps + tail + _stats(out, b"") + b"}}"
 
 
 def _entry_text(entry) -> str:

@@ -70,7 +70,7 @@ type VariableHandle =
   | { kind: 'locals'; frame: number; step: number }
   | { kind: 'value'; value: Value; evaluateName?: string };
 
-const EXIT_CODES: Record<Outcome['kind'], number> = { returned: 0, raised: 1, exited: 0, limit: 124, crashed: 1 };
+const EXIT_CODES: Record<Outcome['kind'], number> = { returned: 0, raised: 1, exited: 0, limit: 124, tampered: 1, crashed: 1 };
 
 export class ReplayDebugSession extends DebugSession {
   private runtime: ReplayRuntime | undefined;
@@ -617,6 +617,8 @@ export function describeOutcome(trace: Trace): string {
       return `${what} exited with code ${o.code}.`;
     case 'limit':
       return `${what} stopped: the ${o.limit} limit was hit (${o.message}).`;
+    case 'tampered':
+      return `${what}: nothing recorded can be trusted: ${o.message}.`;
     case 'crashed':
       return `${what} crashed: ${o.message}${o.exitCode !== null ? ` (exit code ${o.exitCode})` : ''}${o.signal ? ` (signal ${o.signal})` : ''}.`;
   }

@@ -72,5 +72,7 @@ export function workerEnv(
     PYTHONUNBUFFERED: '1',
     PYTHONDONTWRITEBYTECODE: '1',
     PYTHONIOENCODING: 'utf-8',
+    // what the programs themselves see (the worker's own variables stay its own)
+    EXECVERIFY_JOB_ENV: JSON.stringify(given),
   };
 }

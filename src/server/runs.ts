@@ -150,6 +150,8 @@ export function describeOutcome(trace: Trace): string {
       return `exited with code ${o.code}`;
     case 'limit':
       return `stopped by the ${o.limit} limit after ${trace.steps.length} steps: ${o.message}`;
+    case 'tampered':
+      return `not trusted: ${o.message}`;
     case 'crashed':
       return `the interpreter crashed: ${o.message}`;
   }

@@ -95,7 +95,7 @@ export class TraceFacts {
     // or the run was stopped by a limit (unknown).
     const last = this.decoded.steps[info.steps[info.steps.length - 1]!]!;
     if (last.event === 'return' && last.yielded) return -1;
-    return this.trace.outcome.kind === 'limit' || this.trace.outcome.kind === 'crashed' ? undefined : -1;
+    return this.endsEarly() ? undefined : -1;
   }
 
   /**
@@ -111,8 +111,14 @@ export class TraceFacts {
       const s = steps[i]!;
       if (s.event === 'line') return { line: s.line, frame: s.frame, fn: s.fn, step: i };
     }
-    if (this.trace.outcome.kind === 'limit' || this.trace.outcome.kind === 'crashed') return undefined;
+    if (this.endsEarly()) return undefined;
     return { line: -1, frame: null, fn: null, step: null };
+  }
+
+  /** The run was cut short (a limit, a crash) or cannot be trusted: what came after is unknown. */
+  private endsEarly(): boolean {
+    const k = this.trace.outcome.kind;
+    return k === 'limit' || k === 'crashed' || k === 'tampered';
   }
 
   /** Whether line L (of file `file`, default the main file 0) ran at least once, in any frame. */

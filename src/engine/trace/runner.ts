@@ -1,7 +1,6 @@
 // The TracerPool: persistent `python -m execverify.worker` processes (one per
 // core by default) that run trace jobs and other ops over JSON lines.
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import type { Socket } from 'node:net';
 import * as os from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
@@ -80,9 +79,6 @@ const ResponseSchema = z.union([
   }),
 ]);
 
-/** A sibling worker's first line (see worker.py --siblings). */
-const HelloSchema = z.object({ id: z.null(), ok: z.literal(true), result: z.object({ pid: z.number().int().positive() }) });
-
 type SpawnFn = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
 
 export interface TracerPoolOptions {
@@ -129,15 +125,11 @@ interface WorkerProcess {
   readonly input: Writable;
   readonly output: Readable;
   readonly errors: Readable;
-  /** Until its process is known (a sibling's first line), a kill waits. */
-  readonly awaitsPid: boolean;
   readonly exited: boolean;
   /** Resolves once the process is gone. */
   readonly gone: Promise<void>;
   /** Kills the worker and its job's child: the whole process group. */
   kill(): void;
-  /** The sibling's first line told its pid. */
-  learnPid(pid: number): void;
   setRef(on: boolean): void;
 }
 
@@ -145,7 +137,6 @@ type Ended = (status: string, spawnError?: NodeJS.ErrnoException) => void;
 
 /** A worker the pool spawned: `python -m execverify.worker`. */
 class SpawnedProcess implements WorkerProcess {
-  readonly awaitsPid = false;
   readonly gone: Promise<void>;
 
   constructor(readonly proc: ChildProcess, ended: Ended) {
@@ -172,76 +163,10 @@ class SpawnedProcess implements WorkerProcess {
     killGroup(this.proc.pid, () => this.proc.kill('SIGKILL'));
   }
 
-  learnPid(): void {
-    /* known from the spawn */
-  }
-
   setRef(on: boolean): void {
     if (on) this.proc.ref();
     else this.proc.unref();
     refStreams([this.proc.stdout, this.proc.stderr, this.proc.stdin], on);
-  }
-}
-
-/**
- * A worker forked, ready, by a spawned one (`--siblings`): it talks over a
- * socket the spawn set up (stdio 3, 5, ...) and writes stderr to the next
- * one; its first line tells its pid. It leads its own process group.
- */
-class SiblingProcess implements WorkerProcess {
-  exited = false;
-  readonly gone: Promise<void>;
-  private pid: number | undefined;
-  private killWhenKnown = false;
-
-  constructor(
-    private readonly channel: Socket,
-    readonly errors: Socket,
-    parent: ChildProcess,
-    ended: Ended,
-  ) {
-    this.gone = new Promise((resolve) => {
-      const end = (spawnError?: NodeJS.ErrnoException) => {
-        if (this.exited) return;
-        this.exited = true;
-        resolve();
-        ended(spawnError ? `failed: ${spawnError.message}` : 'exited', spawnError);
-      };
-      channel.once('close', () => end());
-      // a spawn that failed never opens the sockets: they never close
-      parent.once('error', (err: NodeJS.ErrnoException) => {
-        channel.destroy(); // a sibling that did start sees its socket end, and leaves
-        end(err);
-      });
-    });
-    channel.on('error', () => {
-      /* reported through 'close' */
-    });
-  }
-
-  get input(): Writable {
-    return this.channel;
-  }
-  get output(): Readable {
-    return this.channel;
-  }
-  get awaitsPid(): boolean {
-    return this.pid === undefined;
-  }
-
-  kill(): void {
-    if (this.exited) return;
-    if (this.pid === undefined) this.killWhenKnown = true;
-    else killGroup(this.pid, () => this.channel.destroy());
-  }
-
-  learnPid(pid: number): void {
-    this.pid = pid;
-    if (this.killWhenKnown) this.kill();
-  }
-
-  setRef(on: boolean): void {
-    refStreams([this.channel, this.errors], on);
   }
 }
 
@@ -265,31 +190,22 @@ function refStreams(streams: unknown[], on: boolean): void {
 export const WORKER_MAIN = 'import sys; from execverify.worker import main; sys.exit(main())';
 
 /**
- * Starts `count` workers with one interpreter: the spawned worker forks the
- * others once it has imported everything (worker.py --siblings), so start-up
- * and imports are paid once (and a pyenv-style shim runs once). One socket
- * (requests and responses) and one stderr pipe per sibling ride on the
- * spawn's extra stdio. Windows has no fork: one spawn per worker there.
+ * Starts `count` workers, one spawn each: a spawn is one sandbox holding one
+ * worker (the worker re-executes itself inside bubblewrap, see
+ * python-tracer/execverify/isolation.py), so killing a worker's process
+ * group kills its sandbox, and nothing in one worker's sandbox can reach
+ * another's.
  */
 function startProcesses(spawn: SpawnFn, python: string, env: NodeJS.ProcessEnv, count: number, ended: Ended[]): WorkerProcess[] {
-  const siblings = process.platform === 'win32' ? 0 : count - 1;
-  const pairs = Array.from({ length: siblings }, (_, k) => `${3 + 2 * k}:${4 + 2 * k}`);
   // detached: the worker leads its own process group, so a cancel can kill
   // it together with the forked child running the job. -S: the worker runs
   // `site` itself when a job first needs it (tracer.ensure_site), so a
   // worker that only traces self-contained calls answers sooner. -c rather
   // than -m: runpy would import importlib.util, contextlib and collections.
-  const args = ['-u', '-S', '-c', WORKER_MAIN, ...(siblings ? ['--siblings', pairs.join(',')] : [])];
-  const proc = spawn(python, args, {
-    env,
-    stdio: Array.from({ length: 3 + 2 * siblings }, () => 'pipe' as const),
-    detached: process.platform !== 'win32',
-  });
-  const out: WorkerProcess[] = [new SpawnedProcess(proc, ended[0]!)];
-  for (let k = 0; k < siblings; k++) {
-    out.push(new SiblingProcess(proc.stdio[3 + 2 * k] as Socket, proc.stdio[4 + 2 * k] as Socket, proc, ended[k + 1]!));
-  }
-  return out;
+  const args = ['-u', '-S', '-c', WORKER_MAIN];
+  return ended.slice(0, count).map(
+    (end) => new SpawnedProcess(spawn(python, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' }), end),
+  );
 }
 
 class Worker {
@@ -380,7 +296,6 @@ class Worker {
   }
 
   private onLine(line: Buffer): void {
-    if (this.proc.awaitsPid) return this.onHello(line);
     const job = this.job;
     if (!job) return; // a late answer to a cancelled job: ignore
     let parsed: z.infer<typeof ResponseSchema>;
@@ -401,19 +316,6 @@ class Worker {
     else job.reject(new TracerError(parsed.error.code, parsed.error.message));
     if (next) this.pool.workerReady(this);
     else this.pool.workerIdle(this);
-  }
-
-  /** A sibling's first line: its pid. */
-  private onHello(line: Buffer): void {
-    let pid: number;
-    try {
-      pid = HelloSchema.parse(JSON.parse(line.toString('utf8'))).result.pid;
-    } catch (err) {
-      this.kill();
-      this.die(new TracerError('protocol', `the worker did not say hello: ${(err as Error).message.slice(0, 200)}`));
-      return;
-    }
-    this.proc.learnPid(pid);
   }
 
   private finish(job: Pending): void {
@@ -650,7 +552,7 @@ export class TracerPool {
     this.idle.push(...this.startWorkers(missing));
   }
 
-  /** Starts `count` workers with one spawn (see startProcesses). */
+  /** Starts `count` workers (see startProcesses). */
   private startWorkers(count: number): Worker[] {
     let dir: string;
     try {

@@ -106,6 +106,11 @@ export const OutcomeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('exited'), code: z.number().int() }),
   /** A limit stopped the run; the steps recorded before it are kept. */
   z.object({ kind: z.literal('limit'), limit: LimitKindSchema, message: z.string() }),
+  /**
+   * The traced program tampered with the tracer (forged its messages, turned
+   * its events off): the steps cannot be trusted, so none are kept.
+   */
+  z.object({ kind: z.literal('tampered'), message: z.string() }),
   /** The interpreter died (os._exit, a segfault, killed) before reporting. */
   z.object({
     kind: z.literal('crashed'),

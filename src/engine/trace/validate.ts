@@ -127,6 +127,8 @@ function envelopeLooksValid(raw: unknown): boolean {
     } else if (o.kind === 'limit') {
       if (typeof o.limit !== 'string' || !LIMITS.has(o.limit)) return false;
       str(o, 'message', 'outcome');
+    } else if (o.kind === 'tampered') {
+      str(o, 'message', 'outcome');
     } else if (o.kind === 'crashed') {
       str(o, 'message', 'outcome');
       if (o.exitCode !== null && !isInt(o.exitCode)) return false;

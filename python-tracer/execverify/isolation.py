@@ -1,0 +1,210 @@
+"""The operating-system boundary: every process that runs code runs in a sandbox.
+
+A worker (`python -m execverify.worker`) and a harvest run (`python -m
+execverify.harvest`) re-execute themselves inside bubblewrap before they do
+anything else (`enter`): new user, mount, PID, network, IPC, UTS and cgroup
+namespaces, every capability dropped, the whole file system read-only (less
+the credentials under home directories), a private tmpfs as TMPDIR
+(/var/tmp), a fresh /proc and a minimal /dev, no route out, a new
+session (no terminal to push keys into), killed with its parent, and a clean
+environment. Inside, each job is a fresh fork that adds its own layer
+(sandbox._child_setup: seccomp, rlimits, no inherited descriptors, not
+dumpable, its own session).
+
+Where bubblewrap is missing or cannot create namespaces (macOS, a kernel
+without unprivileged user namespaces, a container that forbids them), the
+process runs unsandboxed and says so once on stderr; `status()` reports it,
+traces and samples record it, and the trainer entry points refuse to
+evaluate model answers unless the user opts in (EXECVERIFY_ALLOW_UNISOLATED=1).
+Set EXECVERIFY_SANDBOX=off to run unsandboxed on purpose (the same labels).
+
+The choice of bubblewrap over unshare(2) from Python is measured in
+docs/security.md: one exec per worker (paid once, ~20 ms), nothing per job.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# Set inside the sandbox by enter(): how this process is isolated.
+_MARK = "EXECVERIFY_SANDBOXED"
+# What the user set for the programs (a launch configuration's env, harvest
+# --pass-env), as JSON: the one part of a worker's environment jobs see.
+JOB_ENV = "EXECVERIFY_JOB_ENV"
+_BWRAP_PATHS = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+# HOME of sandboxed processes and jobs: Debian's home for `nobody`, a path
+# that does not exist (reads of ~/.x find nothing, writes fail loudly).
+HOME = "/nonexistent"
+
+# Variables a sandboxed process keeps from its parent: how Python runs, the
+# locale and the time zone. Nothing else is inherited (no keys, no tokens, no
+# editor variables): a job's environment is this plus what the caller gives it.
+_KEEP = ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH", "PYENV_VERSION", "PYENV_ROOT", "PYTHONHASHSEED",
+         "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8", "LANG", "LANGUAGE",
+         "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES", "TZ",
+         "EXECVERIFY_ALLOW_UNISOLATED", "EXECVERIFY_SANDBOX", JOB_ENV)
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+_status = None
+
+
+def job_env(base=None) -> dict:
+    """What a job sees in os.environ: a fixed PATH and HOME, the locale and
+    time zone, the hash seed, and what the user set for it (JOB_ENV). No
+    paths of ours, no keys or tokens, no editor variables."""
+    import json  # the worker has it loaded already (jsonc)
+    base = os.environ if base is None else base
+    env = {k: base[k] for k in _KEEP if k in base and (k.startswith(("LC_", "LANG")) or k in ("TZ", "PYTHONHASHSEED"))}
+    env["PATH"] = _PATH
+    env["HOME"] = HOME
+    env["TMPDIR"] = TMPDIR
+    try:
+        given = json.loads(base.get(JOB_ENV) or "{}")
+    except ValueError:
+        given = {}
+    if isinstance(given, dict):
+        env.update({str(k): str(v) for k, v in given.items()})
+    return env
+
+
+def clean_env(base=None, extra=None) -> dict:
+    """The environment of a sandboxed process: the few variables of `base`
+    (default os.environ) that say how Python runs, a fixed PATH and HOME,
+    then `extra` (what the user gave the job)."""
+    base = os.environ if base is None else base
+    env = {k: base[k] for k in _KEEP if k in base}
+    env["PATH"] = _PATH
+    env["HOME"] = HOME
+    env["TMPDIR"] = TMPDIR
+    if extra:
+        env.update({str(k): str(v) for k, v in extra.items()})
+    return env
+
+
+def bwrap_path():
+    for p in _BWRAP_PATHS:
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+# What stays out of view even read-only: credentials under a home directory.
+_SECRET_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".password-store",
+                ".config/Code", ".config/Code - Insiders", ".vscode-server", ".config/gh", ".local/share/keyrings")
+_SECRET_FILES = (".netrc", ".git-credentials", ".pypirc", ".npmrc", ".bash_history", ".python_history")
+TMPDIR = "/var/tmp"  # the sandbox's private, writable temporary directory (a tmpfs)
+
+
+def _homes():
+    out = []
+    for h in (os.path.expanduser("~"), "/root"):
+        if h and os.path.isdir(h) and h not in out:
+            out.append(h)
+    try:
+        out += [os.path.join("/home", d) for d in sorted(os.listdir("/home"))]
+    except OSError:
+        pass
+    return out
+
+
+def bwrap_argv(bwrap: str, env: dict, writable=()) -> list:
+    """bubblewrap's arguments for a sandboxed process (before `--` and the
+    command). `writable`: directories bound read-write (a harvest's output).
+    The host's file system is seen read-only (so a user's program anywhere
+    is found), less the credentials under home directories; the writable
+    places are a private tmpfs (TMPDIR) and `writable`."""
+    # --as-pid-1: the sandboxed process is the namespace's init (no bwrap
+    # process inside that a job could reach); signals from inside to an init
+    # without a handler are dropped by the kernel.
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--hostname", "sandbox"]
+    if os.path.isdir(TMPDIR):
+        argv += ["--tmpfs", TMPDIR]
+    for home in _homes():
+        for d in _SECRET_DIRS:
+            p = os.path.join(home, d)
+            if os.path.isdir(p) and not os.path.islink(p):
+                argv += ["--tmpfs", p]
+        for f in _SECRET_FILES:
+            p = os.path.join(home, f)
+            if os.path.isfile(p) and not os.path.islink(p):
+                argv += ["--ro-bind", "/dev/null", p]
+    for d in writable:
+        argv += ["--bind", d, d]
+    argv.append("--clearenv")
+    for k, v in sorted(env.items()):
+        argv += ["--setenv", k, v]
+    return argv
+
+
+def _probe(bwrap: str):
+    """Whether bubblewrap can create the sandbox here: None, or why not."""
+    import subprocess  # only outside the sandbox, once per process
+    try:
+        p = subprocess.run(bwrap_argv(bwrap, {"PATH": _PATH}) + ["--", "/bin/true"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        return "bubblewrap could not run: %s" % e
+    if p.returncode != 0:
+        return "bubblewrap could not create the sandbox: %s" % p.stderr.decode("utf-8", "replace").strip()[:300]
+    return None
+
+
+def status() -> dict:
+    """How this process runs code: {"isolated", "mechanism", "reason"}."""
+    global _status
+    if _status is None:
+        mark = os.environ.get(_MARK)
+        if mark:
+            _status = {"isolated": True, "mechanism": mark, "reason": ""}
+        elif os.environ.get("EXECVERIFY_SANDBOX") == "off":
+            _status = {"isolated": False, "mechanism": "none", "reason": "EXECVERIFY_SANDBOX=off"}
+        elif not sys.platform.startswith("linux"):
+            _status = {"isolated": False, "mechanism": "none",
+                       "reason": "OS sandboxing needs Linux namespaces; %s has none" % sys.platform}
+        else:
+            bwrap = bwrap_path()
+            why = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap" if bwrap is None else _probe(bwrap)
+            _status = ({"isolated": False, "mechanism": "none", "reason": why} if why
+                       else {"isolated": False, "mechanism": "available", "reason": "not entered yet"})
+    return dict(_status)
+
+
+def inside() -> bool:
+    """This process runs inside the sandbox."""
+    return bool(os.environ.get(_MARK))
+
+
+def enter(python_args, writable=()) -> None:
+    """Re-executes `python python_args...` inside the sandbox, unless already
+    inside or no sandbox can be made (then says why on stderr and returns:
+    the caller runs unsandboxed, labelled so). Never returns otherwise."""
+    if inside():
+        return
+    st = status()
+    if st["mechanism"] != "available":
+        global _warned
+        if not _warned:
+            _warned = True
+            sys.stderr.write("execverify: NOT ISOLATED: %s\n" % st["reason"])
+            sys.stderr.flush()
+        os.environ.clear()
+        os.environ.update(clean_env(_saved_env))
+        return
+    env = clean_env()
+    env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env[_MARK] = "bubblewrap"
+    argv = bwrap_argv(bwrap_path(), env, [os.path.abspath(d) for d in writable]) + [
+        "--chdir", os.getcwd(), "--", sys.executable] + list(python_args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
+_warned = False
+_saved_env = dict(os.environ)
+
+
+def _package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
