@@ -52,14 +52,14 @@ def job_env(base=None) -> dict:
     """What a job sees in os.environ: a fixed PATH and HOME, the locale and
     time zone, the hash seed, and what the user set for it (JOB_ENV). No
     paths of ours, no keys or tokens, no editor variables."""
-    import json  # the worker has it loaded already (jsonc)
+    from .jsonc import loads  # not json: it imports re (worker start-up time)
     base = os.environ if base is None else base
     env = {k: base[k] for k in _KEEP if k in base and (k.startswith(("LC_", "LANG")) or k in ("TZ", "PYTHONHASHSEED"))}
     env["PATH"] = _PATH
     env["HOME"] = HOME
     env["TMPDIR"] = TMPDIR
     try:
-        given = json.loads(base.get(JOB_ENV) or "{}")
+        given = loads(base.get(JOB_ENV) or "{}")
     except ValueError:
         given = {}
     if isinstance(given, dict):

@@ -351,7 +351,10 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
         "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
     signal.signal(signal.SIGPROF, lambda s, f: ctx.limit(
         "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
-    cpu_s = max(1, -(-limits.cpu_ms // 1000))
+    # CPU time to the millisecond (SIGPROF); RLIMIT_CPU, in whole seconds,
+    # stops a job that blocks SIGPROF
+    signal.setitimer(signal.ITIMER_PROF, limits.cpu_ms / 1000.0)
+    cpu_s = max(1, -(-limits.cpu_ms // 1000)) + 1
     _setrlimit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
     if limits.memory_mb:
         # The budget comes on top of what the warm worker already maps.

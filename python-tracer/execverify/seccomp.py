@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import struct
 
 _X86_64 = {
@@ -149,7 +148,7 @@ def _if_arg_eq_allow(arg, values, deny):
 
 def build(pid: int, writes: bool, machine: str = None) -> bytes:
     """The filter for a job whose pid (in its PID namespace) is `pid`."""
-    arch, table = _ARCHES[machine or platform.machine()]
+    arch, table = _ARCHES[machine or os.uname().machine]
     p = _Program()
     # the architecture first: a syscall of another ABI has other numbers
     p.op(_LD_ABS, _ARCH)
@@ -203,7 +202,7 @@ except (OSError, AttributeError):  # not Linux
 
 
 def available() -> bool:
-    return _prctl is not None and platform.machine() in _ARCHES
+    return _prctl is not None and os.uname().machine in _ARCHES
 
 
 def install(pid: int, writes: bool) -> None:

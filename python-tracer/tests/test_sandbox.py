@@ -10,7 +10,7 @@ import time
 import unittest
 
 from execverify import sandbox
-from execverify.sandbox import Limits, Runner, call_isolated, run_isolated
+from execverify.sandbox import Limits, call_isolated, run_isolated
 
 FAST = dict(wall_ms=1500, cpu_ms=1000, memory_mb=200)
 
@@ -101,50 +101,6 @@ class RunIsolated(unittest.TestCase):
         out = run_isolated(fn, Limits(wall_ms=300, cpu_ms=1000, grace_ms=200))
         self.assertEqual(out.chunks(b"S"), [b"before"])
         self.assertTrue(out.wall_killed)
-
-
-def _sleep_then_answer(ctx, payload):
-    """A Runner handler: sleeps `payload` seconds, answers with the payload."""
-    time.sleep(float(payload))
-    ctx.send_final(sandbox.frame(b"R", payload))
-
-
-class KeptRunner(unittest.TestCase):
-    """sandbox.Runner: one forked child for many jobs, each with its own limits."""
-
-    def setUp(self):
-        self.runner = Runner(_sleep_then_answer, Limits(**FAST))
-        self.addCleanup(self.runner.close)
-
-    def test_results_held_back_for_a_group_all_arrive_in_order(self):
-        outs = self.runner.call_many([b"0", b"0.01", b"0"], Limits(**FAST))
-        self.assertEqual([o.last(b"R") for o in outs], [b"0", b"0.01", b"0"])
-        self.assertGreaterEqual(outs[1].wall_ms, 10)
-        self.assertFalse(self.runner.dead)
-
-    def test_a_job_past_its_wall_time_is_stopped_and_the_results_before_it_kept(self):
-        outs = self.runner.call_many([b"0", b"30", b"0"], Limits(wall_ms=300, cpu_ms=1000, grace_ms=500))
-        self.assertEqual(outs[0].last(b"R"), b"0")
-        self.assertTrue(outs[1].wall_killed)
-        self.assertIsNone(outs[2])  # never started: the caller runs it elsewhere
-        self.assertTrue(self.runner.dead)
-
-    def test_a_wall_signal_for_a_job_that_already_ended_is_ignored(self):
-        # The parent times job N and signals it just as it ends: the job
-        # running by the time the signal lands is not the one meant, and
-        # runs on (the child compares the job it runs with the parent's target).
-        def late_signal():
-            while sandbox._SEQ.unpack_from(self.runner.progress)[0] < 2:  # job 2 runs (job 1 ended)
-                time.sleep(0.005)
-            sandbox._SEQ.pack_into(self.runner.progress, sandbox._TARGET_AT, 1)  # the job that ended
-            os.kill(self.runner.pid, signal.SIGUSR1)
-        t = threading.Thread(target=late_signal)
-        t.start()
-        outs = self.runner.call_many([b"0", b"0.4"], Limits(**FAST))
-        t.join()
-        self.assertEqual([o.last(b"R") for o in outs], [b"0", b"0.4"])
-        self.assertFalse(outs[1].wall_killed)
-        self.assertFalse(self.runner.dead)
 
 
 if __name__ == "__main__":

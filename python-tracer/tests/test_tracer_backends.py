@@ -51,12 +51,10 @@ class SameTraceEitherWay(unittest.TestCase):
                     self.assertEqual((a["python"]["backend"], b["python"]["backend"]), ("monitoring", "settrace"))
                     self.assertEqual(comparable(a), comparable(b))
 
-    def test_jobs_in_a_row_in_one_kept_child(self):
-        # A kept child leaves the monitoring tool and its global events set
-        # between jobs (only the callbacks go): each job must still be traced
-        # from its start, and nothing after its end (here a repr of the
-        # program's own class, run once the return value is captured) nor
-        # anything of the jobs before it may reach its trace.
+    def test_jobs_in_a_row_in_one_worker(self):
+        # Each job must be traced from its start, and nothing after its end
+        # (here a repr of the program's own class, run once the return value
+        # is captured) nor anything of the jobs before it may reach its trace.
         if not HAS_MONITORING:
             self.assertEqual(tracer.default_backend(), "settrace")
             return
@@ -70,7 +68,7 @@ class SameTraceEitherWay(unittest.TestCase):
         jobs = [{"source": src, "path": "k%d.py" % i, "entry": {"kind": "call", "expr": expr}}
                 for i, (src, expr) in enumerate(programs * 2)]
 
-        def alone(job, backend):  # a fresh child of its own
+        def alone(job, backend):  # a job of its own
             return tracer.trace(dict(job, backend=backend))
         got = [json.loads(bytes(b)) for b in tracer.trace_many_bytes([dict(j, backend="monitoring") for j in jobs])]
         for job, t in zip(jobs, got):
@@ -80,8 +78,7 @@ class SameTraceEitherWay(unittest.TestCase):
                 self.assertEqual(comparable(t), comparable(alone(job, "monitoring")))
         self.assertEqual(got[0]["outcome"]["value"]["repr"], "P()")
         self.assertNotIn("__repr__", [s["fn"] for s in got[0]["steps"]])
-        # both backends in turn in one kept child: a settrace job after a
-        # monitoring one (whose tool stays set) and the other way round
+        # both backends in turn in one worker
         mixed = [dict(j, backend=("settrace", "monitoring")[i % 2]) for i, j in enumerate(jobs)]
         for job, b in zip(mixed, tracer.trace_many_bytes(mixed)):
             t = json.loads(bytes(b))

@@ -38,7 +38,7 @@ class Protocol(WorkerTestCase):
         self.assertEqual(r["outcome"]["value"]["repr"], "True")
         r = self.w.trace("def f():\n    exit(3)\n")
         self.assertEqual(r["outcome"], {"kind": "exited", "code": 3})
-        # and a self-contained call afterwards still runs in the kept child
+        # and a self-contained call afterwards runs as before
         r = self.w.trace("def f(x):\n    return x * 2\n", "f(21)")
         self.assertEqual(r["outcome"]["value"]["repr"], "42")
 
@@ -137,68 +137,3 @@ def _gone(pid, timeout=10.0):
     return False
 
 
-class Siblings(unittest.TestCase):
-    """`--siblings`: one spawned worker forks the others, ready, each on its
-    own socket and stderr pipe, each leading its own process group."""
-
-    def test_siblings_serve_their_own_channel_and_end_with_it(self):
-        import socket
-        import subprocess
-        import sys
-        from .tracer_support import TRACER_DIR, WORKER_MAIN
-        env = dict(os.environ, PYTHONPATH=TRACER_DIR)
-        socks = [socket.socketpair() for _ in range(2)]
-        errs = [os.pipe() for _ in range(2)]
-        theirs = [fd for (_, s), (_, w) in zip(socks, errs) for fd in (s.fileno(), w)]
-        spec = ",".join("%d:%d" % (s.fileno(), w) for (_, s), (_, w) in zip(socks, errs))
-        proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN, "--siblings", spec],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env, pass_fds=theirs)
-        for (_, s), (_, w) in zip(socks, errs):
-            s.close()
-            os.close(w)
-        chans = [a.makefile("rwb", buffering=0) for a, _ in socks]
-        try:
-            pids = []
-            for k, ch in enumerate(chans):
-                hello = json.loads(ch.readline())
-                self.assertEqual((hello["id"], hello["ok"]), (None, True))
-                pid = hello["result"]["pid"]
-                pids.append(pid)
-                self.assertNotEqual(pid, proc.pid)
-                self.assertEqual(os.getpgid(pid), pid)  # its own group: a cancel kills it and its job only
-                job = {"id": 1, "op": "trace", "source": "def f(x):\n    return x * %d\n" % (k + 2),
-                       "entry": {"kind": "call", "expr": "f(5)"}}
-                ch.write((json.dumps(job) + "\n").encode())
-                r = json.loads(ch.readline())
-                self.assertEqual(r["result"]["outcome"]["value"]["repr"], str(5 * (k + 2)))
-                ch.write(b'{"id": 2, "op": "ping"}\n')
-                self.assertEqual(json.loads(ch.readline())["result"]["pid"], pid)
-            self.assertEqual(len(set(pids)), 2)
-            # the spawned worker serves its own stdin as before
-            proc.stdin.write(b'{"id": 7, "op": "ping"}\n')
-            proc.stdin.flush()
-            self.assertEqual(json.loads(proc.stdout.readline())["result"]["pid"], proc.pid)
-            # closing a sibling's socket ends that sibling only; no other
-            # process kept its socket or its stderr pipe open
-            socks[0][0].shutdown(socket.SHUT_WR)
-            self.assertEqual(chans[0].readline(), b"")
-            self.assertEqual(os.read(errs[0][0], 100), b"")
-            self.assertTrue(_gone(pids[0]))
-            chans[1].write(b'{"id": 4, "op": "ping"}\n')
-            self.assertEqual(json.loads(chans[1].readline())["result"]["pid"], pids[1])
-            os.kill(pids[1], 9)
-            self.assertEqual(chans[1].readline(), b"")
-            proc.stdin.write(b'{"id": 8, "op": "ping"}\n')
-            proc.stdin.flush()
-            self.assertEqual(json.loads(proc.stdout.readline())["result"]["pid"], proc.pid)
-        finally:
-            for ch in chans:
-                ch.close()
-            for a, _ in socks:
-                a.close()
-            for r, _ in errs:
-                os.close(r)
-            proc.stdin.close()
-            proc.wait(10)
-            proc.stdout.close()
