@@ -246,7 +246,9 @@ def judge_state_any(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEF
     return verdict(False, last["reason"], value_ok=last.get("value_ok"), type_ok=last.get("type_ok"))
 
 
-_LINE_NUM_RE = re.compile(r"^(?:line\s*(?:number\s*)?:?\s*)?#?\s*(-?\d+)\s*$", re.I)
+# At most 18 digits: no line number is longer, and int() of 5,000 digits
+# raises on 3.11+ (a longer number is simply not a line number).
+_LINE_NUM_RE = re.compile(r"^(?:line\s*(?:number\s*)?:?\s*)?#?\s*(-?\d{1,18})\s*$", re.I)
 
 
 def normalize_line_text(text: str) -> str:

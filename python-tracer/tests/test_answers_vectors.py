@@ -36,5 +36,21 @@ class AnswerVectors(unittest.TestCase):
         self.assertEqual(answers.next_step_answers(None, [{"kind": "next_line"}]), [None])
 
 
+class NextStepJsonIsLinear(unittest.TestCase):
+    """Each `{` once started a full decode: 400 k of them took 73 s. These
+    inputs finish at once when the parse is linear and take minutes when not."""
+
+    def test_400k_open_braces_are_no_answer(self):
+        self.assertIsNone(answers.parse_next_step_json("{" * 400000))
+
+    def test_deeply_nested_unclosed_objects_are_no_answer(self):
+        self.assertIsNone(answers.parse_next_step_json('{"a": [' * 100000))
+        self.assertIsNone(answers.parse_next_step_json('{"' * 200000))
+
+    def test_the_object_after_prose_and_braces_is_found(self):
+        text = "{" * 400000 + ' so: {"next_line": 3, "variables": []} and {"x": 1} after'
+        self.assertEqual(answers.parse_next_step_json(text), {"next_line": 3, "variables": []})
+
+
 if __name__ == "__main__":
     unittest.main()
