@@ -62,6 +62,7 @@ _CHUNK_BYTES = 256 * 1024
 _SMALL_INT = 10 ** 18
 _KEYS = {}  # local name -> its JSON key prefix
 _settrace = sys.settrace  # ours; traced code gets a guarded one (see _guard_settrace)
+_gettrace = sys.gettrace
 _HAS_MONITORING = hasattr(sys, "monitoring")
 _ident = object.__hash__  # id() without its audit event (see values._ident)
 
@@ -161,6 +162,7 @@ class Recorder:
         self.total_bytes = 0
         self.check_at = min(_CHUNK_BYTES, self.max_bytes + 1)
         self.finished = False
+        self.tampered = None  # why the events of this run cannot be trusted (set by a backend)
 
     # -- code / file bookkeeping -----------------------------------------
     def info(self, code) -> _CodeInfo:
@@ -401,6 +403,17 @@ class SettraceBackend:
     def start(self):
         _settrace(self._global)
 
+    def untouched(self):
+        """Why the tracer cannot be trusted for this run, or None; called as
+        soon as the program has finished (before stop). The program may have
+        replaced the global hook or a frame's own (frame.f_trace), or turned
+        a frame's line events off (f_trace_lines, checked at each return)."""
+        if _gettrace() != self._global:
+            return "the program replaced the trace function (sys.settrace)"
+        if self.rec.stack:
+            return "a frame's trace function was removed before it returned (frame.f_trace)"
+        return self.rec.tampered
+
     # A C callable: called while tracing is on, it makes no call event (a
     # Python method would be traced: a frame, an f_code audit event, a
     # _global call, once per job).
@@ -433,6 +446,8 @@ class SettraceBackend:
                 elif event == "return":
                     if frames.get(_ident(frame)) is None:
                         return None  # already finished (a limit stopped the run)
+                    if not frame.f_trace_lines:
+                        rec.tampered = "the program turned a frame's line events off (frame.f_trace_lines)"
                     # settrace says 'return' for a return, a yield and an unwind
                     # alike; the instruction the frame stopped at tells them apart.
                     lasti = frame.f_lasti
@@ -504,15 +519,11 @@ class MonitoringBackend:
         self.local_set = set()
         self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
         m.use_tool_id(t, "execverify")
-        m.register_callback(t, E.PY_RESUME, self._resume)
-        m.register_callback(t, E.PY_THROW, self._throw)
-        m.register_callback(t, E.PY_RETURN, self._return)
-        m.register_callback(t, E.PY_YIELD, self._yield)
-        m.register_callback(t, E.PY_UNWIND, self._unwind)
-        m.register_callback(t, E.RAISE, self._raise)
-        m.register_callback(t, E.STOP_ITERATION, self._raise)
-        m.register_callback(t, E.LINE, self._line)
-        m.register_callback(t, E.JUMP, self._jump)
+        self.callbacks = ((E.PY_RESUME, self._resume), (E.PY_THROW, self._throw), (E.PY_RETURN, self._return),
+                          (E.PY_YIELD, self._yield), (E.PY_UNWIND, self._unwind), (E.RAISE, self._raise),
+                          (E.STOP_ITERATION, self._raise), (E.LINE, self._line), (E.JUMP, self._jump))
+        for event, fn in self.callbacks:
+            m.register_callback(t, event, fn)
         m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
 
     def start(self):
@@ -520,6 +531,27 @@ class MonitoringBackend:
             self._instrument(code)
         self.active = True
         self.mon.register_callback(self.tool, self.mon.events.PY_START, self._start)
+
+    def untouched(self):
+        """Why the tracer cannot be trusted for this run, or None; called as
+        soon as the program has finished (before stop). The program may have
+        freed or taken the tool id, changed its global or local events, or
+        replaced a callback (each swap below puts ours back and returns what
+        was there)."""
+        m, t, E = self.mon, self.tool, self.mon.events
+        if m.get_tool(t) != "execverify":
+            return "the program freed or took the tracer's sys.monitoring tool id"
+        if m.get_events(t) != E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE:
+            return "the program changed the tracer's sys.monitoring events"
+        for code in self.local_set:
+            if m.get_local_events(t, code) != self.local_events:
+                return "the program changed the tracer's sys.monitoring local events"
+        for event, fn in self.callbacks + ((E.PY_START, self._start),):
+            if m.register_callback(t, event, fn) != fn:
+                return "the program replaced a sys.monitoring callback of the tracer"
+        if self.rec.stack:
+            return "a traced frame never returned to the tracer"
+        return self.rec.tampered
 
     def stop(self):
         self.active = False
@@ -812,10 +844,23 @@ def run_in_child(job: Job, ctx) -> None:
         rec.preload_codes = job.codes or _all_codes(job.code)
     ctx.tracing = False  # True while the program runs traced (the audit hook reads it too)
 
+    untouched = [None]  # why the run's events cannot be trusted (backend.untouched)
+
+    def check():
+        try:
+            untouched[0] = backend.untouched()
+        except Exception as e:  # noqa: B902 - the program broke what the check reads
+            untouched[0] = "the tracer's state was changed (%s)" % type(e).__name__
+
     def stop():
         if ctx.tracing:
             ctx.tracing = False
-            backend.stop()
+            check()
+            try:
+                backend.stop()
+            except Exception:  # noqa: B902 - only after tampering (the tool id freed)
+                if untouched[0] is None:
+                    raise
 
     def on_limit(kind, message):
         try:
@@ -897,12 +942,16 @@ def run_in_child(job: Job, ctx) -> None:
     else:
         # stop(), inlined: a call of a Python function would itself be traced
         ctx.tracing = False
-        backend.stop()
+        check()
+        if untouched[0] is None:
+            backend.stop()
         # kept as JSON text: parsing it here would run the stdlib json decoder,
         # which the program may have broken (e.g. by rebinding builtins.len)
         outcome = {"kind": "returned", "value": _RawJSON(rec.enc.encode(value)[0])}
     if job.kind == "script" and outcome["kind"] == "returned":
         outcome["value"] = _RawJSON('{"repr":"None","type":"NoneType","literal":true}')
+    if untouched[0] is not None and outcome["kind"] != "limit":
+        outcome = {"kind": "tampered", "message": "the traced program tampered with the tracer: " + untouched[0]}
     rec.finish(outcome, backend.name)
 
 
@@ -1065,6 +1114,9 @@ def _from_messages(job, out, slimits) -> bytes:
                 outcome = {"kind": "crashed", "message": message, "exitCode": out.exit_code, "signal": out.signal}
         return _without_steps(job, out, outcome, b",".join(chunks))
     head, tail, cpu = final.split(b"\n", 2)
+    if tail.startswith(b'],"outcome":{"kind":"tampered"'):  # the child found the tracer tampered with
+        said = jsonc.loads(tail[len(b'],"outcome":'):tail.index(b',"stdout":')])
+        return _without_steps(job, out, {"kind": "tampered", "message": str(said["message"])[:500]})
     data = head + b",".join(chunks) + tail + _stats(out, cpu) + b"}}"
     jsonc.loads(data)  # one JSON value, or the child forged it (C speed; nothing re-encoded)
     return data

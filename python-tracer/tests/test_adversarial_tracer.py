@@ -379,3 +379,76 @@ def _processes_with(tag: str) -> list:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TracerTampering(unittest.TestCase):
+    """A program that turns the tracer's events off would leave a trace with
+    steps silently missing: wrong ground truth with no error. Its outcome is
+    `tampered` instead, with no steps; a program that only looks is traced."""
+
+    BACKENDS = ("settrace", "monitoring") if sys.version_info >= (3, 12) else ("settrace",)
+
+    def outcome(self, src, backend):
+        from execverify import tracer
+        t = tracer.trace({"source": textwrap.dedent(src), "entry": {"kind": "call", "expr": "f()"}, "backend": backend})
+        return t
+
+    def assert_tampered(self, src, backends, says):
+        for backend in backends:
+            with self.subTest(backend=backend):
+                t = self.outcome(src, backend)
+                self.assertEqual(t["outcome"]["kind"], "tampered", t["outcome"])
+                self.assertIn(says, t["outcome"]["message"])
+                self.assertEqual(t["steps"], [])
+
+    def test_line_events_turned_off_in_a_frame(self):
+        self.assert_tampered("""
+            import sys
+            def f():
+                sys._getframe().f_trace_lines = False
+                x = 1
+                return x
+            """, ("settrace",), "f_trace_lines")
+
+    def test_a_frame_trace_function_removed(self):
+        self.assert_tampered("""
+            import sys
+            def g():
+                sys._getframe(1).f_trace = None
+            def f():
+                g()
+                x = 1
+                return x
+            """, ("settrace",), "f_trace")
+
+    def test_monitoring_events_tool_and_callbacks(self):
+        if sys.version_info < (3, 12):  # no sys.monitoring: the backend is refused, never silently settrace
+            from execverify import tracer
+            with self.assertRaises(tracer.JobError):
+                self.outcome("def f():\n    return 1\n", "monitoring")
+            return
+        for body, says in (("m.set_events(m.DEBUGGER_ID, 0)", "events"),
+                           ("m.set_local_events(m.DEBUGGER_ID, f.__code__, 0)", "local events"),
+                           ("m.free_tool_id(m.DEBUGGER_ID)", "tool id"),
+                           ("m.register_callback(m.DEBUGGER_ID, m.events.LINE, None)", "callback")):
+            with self.subTest(body=body):
+                self.assert_tampered("""
+                    import sys
+                    def f():
+                        m = sys.monitoring
+                        %s
+                        x = 1
+                        return x
+                    """ % body, ("monitoring",), says)
+
+    def test_a_program_that_only_reads_frames_is_traced(self):
+        for backend in self.BACKENDS:
+            with self.subTest(backend=backend):
+                t = self.outcome("""
+                    import sys
+                    def f():
+                        fr = sys._getframe()
+                        return (fr.f_code.co_name, fr.f_trace_lines)
+                    """, backend)
+                self.assertEqual(t["outcome"]["kind"], "returned", t["outcome"])
+                self.assertEqual([s["event"] for s in t["steps"]], ["call", "line", "line", "return"])

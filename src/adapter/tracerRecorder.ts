@@ -50,7 +50,8 @@ export class TracerPools {
       pool = new TracerPool({
         ...(python ?? this.defaults.python ? { python: python ?? this.defaults.python } : {}),
         size: python || env ? 1 : (this.defaults.size ?? 1),
-        env: env ? { ...baseEnv, ...env } : baseEnv,
+        env: baseEnv,
+        ...(env ? { jobEnv: env } : {}),
       });
       this.pools.set(key, pool);
     }

@@ -2,7 +2,7 @@
 // cancellation, bad programs, restarts, concurrency.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,19 +122,34 @@ test('jobs queue beyond the pool size and all complete correctly', async () => {
 });
 
 test('a worker that dies is replaced for the next job', async () => {
-  const own = new TracerPool({ size: 1 });
+  const { pool: own, spawned } = spyingPool(1);
   try {
-    const pong = (await own.request('ping')) as { pid: number };
-    process.kill(pong.pid, 'SIGKILL');
+    await own.request('ping');
+    process.kill(spawned[0]!.pid!, 'SIGKILL'); // the worker's sandbox, from outside
     await new Promise((r) => setTimeout(r, 200));
     const t = await own.trace({ path: SUM, entry: { kind: 'call', expr: 'f([2])' } });
     assert.equal(t.outcome.kind === 'returned' && t.outcome.value.repr, '2');
-    const pong2 = (await own.request('ping')) as { pid: number };
-    assert.notEqual(pong2.pid, pong.pid);
+    assert.equal(spawned.length, 2);
   } finally {
     await own.close();
   }
 });
+
+/** A pool whose spawns are kept: their pids are the workers' sandboxes as the host sees them. */
+function spyingPool(size: number): { pool: TracerPool; spawned: ChildProcess[]; args: string[][] } {
+  const spawned: ChildProcess[] = [];
+  const args: string[][] = [];
+  const pool = new TracerPool({
+    size,
+    spawn: (command, a, options) => {
+      args.push(a);
+      const child = spawn(command, a, options);
+      spawned.push(child);
+      return child;
+    },
+  });
+  return { pool, spawned, args };
+}
 
 test('a missing interpreter is python_not_found with what to do', async () => {
   const own = new TracerPool({ python: '/nonexistent/python3', size: 1 });
@@ -215,15 +230,15 @@ function sums(results: Array<unknown>, from = 0): void {
 }
 
 test('traceMany: a batch waiting behind one whose worker dies runs on the next worker', async () => {
-  const own = new TracerPool({ size: 1 });
+  const { pool: own, spawned } = spyingPool(1);
   try {
-    const pong = (await own.request('ping')) as { pid: number };
+    await own.request('ping');
     // the first batch sleeps in a fresh fork; the kill lands while it runs,
     // with the second batch already written behind it
     const slow = { source: 'import time\ndef f():\n    time.sleep(1)\n    return 1\n', entry: { kind: 'call' as const, expr: 'f()' } };
     const done = own.traceMany([slow, ...sumJobs(3), ...sumJobs(4, 3)], undefined, 4);
     await new Promise((r) => setTimeout(r, 300));
-    process.kill(pong.pid, 'SIGKILL');
+    process.kill(spawned[0]!.pid!, 'SIGKILL');
     const results = await done;
     for (const r of results.slice(0, 4)) assert.ok(r instanceof TracerError && r.code === 'worker_crashed', String(r));
     sums(results.slice(4), 3);
@@ -264,34 +279,25 @@ async function until(check: () => boolean, ms = 5000): Promise<boolean> {
   return check();
 }
 
-test('traceMany starts its workers with one spawn: the others are forked siblings, each its own process group', async () => {
-  const spawns: string[][] = [];
-  const own = new TracerPool({
-    size: 3,
-    spawn: (command, args, options) => {
-      spawns.push(args);
-      return spawn(command, args, options);
-    },
-  });
+test('each worker is a spawn of its own (one sandbox each), leading its own process group', async () => {
+  const { pool: own, spawned, args } = spyingPool(3);
   try {
     sums(await own.traceMany(sumJobs(12), undefined, 2));
-    assert.equal(spawns.length, 1);
-    assert.deepEqual(spawns[0]!.slice(-2), ['--siblings', '3:4,5:6']);
-    // three idle workers: three requests at once go to three processes
-    const pids = ((await Promise.all([0, 1, 2].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+    assert.equal(spawned.length, 3);
+    for (const a of args) assert.ok(!a.includes('--siblings'), a.join(' '));
+    const pids = spawned.map((c) => c.pid!);
     assert.equal(new Set(pids).size, 3, pids.join(' '));
     for (const pid of pids) assert.equal(Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]), pid);
   } finally {
     await own.close();
   }
-  assert.equal(spawns.length, 1);
 });
 
-test('cancelling jobs on siblings kills each (and its job), and the pool goes on', async () => {
-  const own = new TracerPool({ size: 2 });
+test('cancelling jobs kills each worker (and its job), and the pool goes on', async () => {
+  const { pool: own, spawned } = spyingPool(2);
   try {
-    sums(await own.traceMany(sumJobs(4), undefined, 1)); // both workers started together
-    const pids = ((await Promise.all([0, 1].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+    sums(await own.traceMany(sumJobs(4), undefined, 1)); // both workers started
+    const pids = spawned.map((c) => c.pid!);
     const hang = { source: 'def f():\n    while True:\n        pass\n', entry: { kind: 'call' as const, expr: 'f()' }, limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000 } };
     const ctls = [new AbortController(), new AbortController()];
     const runs = ctls.map((c) => rejects(own.trace(hang, c.signal), 'cancelled'));
@@ -300,17 +306,16 @@ test('cancelling jobs on siblings kills each (and its job), and the pool goes on
     await Promise.all(runs);
     assert.ok(await until(() => pids.every((p) => !running(p))), `still running: ${pids.filter(running).join(' ')}`);
     sums(await own.traceMany(sumJobs(6), undefined, 2));
-    const again = ((await Promise.all([0, 1].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
-    assert.ok(again.every((p) => !pids.includes(p)));
+    assert.equal(spawned.length, 4);
   } finally {
     await own.close();
   }
 });
 
-test('closing a pool ends its siblings', async () => {
-  const own = new TracerPool({ size: 3 });
+test('closing a pool ends its workers', async () => {
+  const { pool: own, spawned } = spyingPool(3);
   sums(await own.traceMany(sumJobs(6), undefined, 2));
-  const pids = ((await Promise.all([0, 1, 2].map(() => own.request('ping')))) as Array<{ pid: number }>).map((p) => p.pid);
+  const pids = spawned.map((c) => c.pid!);
   await own.close();
   assert.ok(await until(() => pids.every((p) => !running(p))), `still running: ${pids.filter(running).join(' ')}`);
 });
