@@ -25,6 +25,7 @@ import unittest
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 
+from . import isolation
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
 from .harvest_extract import ModuleIndex, fingerprint
 
@@ -240,6 +241,10 @@ def main(argv=None) -> int:
     build.add_argument("--no-check", action="store_true")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
+    # The project's tests run in the sandbox too (trusted by consent, still
+    # limited): everything read-only but the directory of what they write.
+    isolation.enter(["-u", "-m", "execverify.harvest"] + list(sys.argv[1:] if argv is None else argv),
+                    writable=[os.path.dirname(out)])
     if args.command == "capture":
         run_capture(args.root, out, args.runner, args.pattern, args.per_function)
     else:

@@ -117,7 +117,7 @@ def bwrap_argv(bwrap: str, env: dict, writable=()) -> list:
     # process inside that a job could reach); signals from inside to an init
     # without a handler are dropped by the kernel.
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--hostname", "sandbox"]
     if os.path.isdir(TMPDIR):
         argv += ["--tmpfs", TMPDIR]
@@ -132,6 +132,11 @@ def bwrap_argv(bwrap: str, env: dict, writable=()) -> list:
                 argv += ["--ro-bind", "/dev/null", p]
     for d in writable:
         argv += ["--bind", d, d]
+    # No terminal to push keys into (TIOCSTI): a new session, unless this
+    # process leads one already (the pool and harvest spawn detached). Then
+    # the caller's kill of its process group still reaches the sandbox.
+    if os.getsid(0) != os.getpid():
+        argv.append("--new-session")
     argv.append("--clearenv")
     for k, v in sorted(env.items()):
         argv += ["--setenv", k, v]

@@ -90,7 +90,7 @@ class Limits:
 
     def __init__(self, wall_ms: int = 10000, cpu_ms: int = 10000, memory_mb: int = 1024,
                  output_bytes: int = 1000000, file_bytes: int = 0, allow_writes: bool = False,
-                 allow_network: bool = False, grace_ms: int = 1000, env=None):
+                 allow_network: bool = False, grace_ms: int = 1000, env=None, message_bytes: int = 256 << 20):
         self.wall_ms = wall_ms
         self.cpu_ms = cpu_ms
         self.memory_mb = memory_mb
@@ -99,8 +99,11 @@ class Limits:
         self.allow_writes = allow_writes
         self.allow_network = allow_network
         self.grace_ms = grace_ms
-        # The job's whole environment (None: job_env()); nothing is inherited.
+        # The job's whole environment (None: isolation.job_env()); nothing is inherited.
         self.env = env
+        # What the parent takes from the child's pipe at most: past it the
+        # child is killed (a hostile child could otherwise fill the parent's memory).
+        self.message_bytes = message_bytes
 
 
 class Outcome:
@@ -111,6 +114,7 @@ class Outcome:
         self.exit_code = None  # int or None
         self.signal = None  # signal name or None
         self.wall_killed = False  # the parent had to stop it for wall time
+        self.overflowed = False  # it sent more than limits.message_bytes: killed
         self.wall_ms = 0.0
         self.cpu_ms = 0.0
         self.peak_kb = 0
@@ -470,6 +474,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     deadline = start + limits.wall_ms / 1000.0
     kill_at = None
     buf = bytearray()
+    received = 0
     status = None
     rusage = None
     try:
@@ -495,6 +500,11 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
             except InterruptedError:
                 continue
             if not data:
+                break
+            received += len(data)
+            if received > limits.message_bytes:
+                out.overflowed = True
+                _kill(pid, signal.SIGKILL)
                 break
             buf += data
             while len(buf) >= 5:

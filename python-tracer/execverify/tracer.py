@@ -1035,7 +1035,9 @@ def _limits_for(lim: dict, params: dict):
     return sandbox.Limits(
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
         output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
-        allow_network=False)
+        allow_network=False,
+        # the trace, both captured streams (4 bytes a character at most) and the framing
+        message_bytes=lim["traceBytes"] + 8 * lim["outputBytes"] + (1 << 20))
 
 
 def trace_bytes(params: dict) -> bytes:
@@ -1068,6 +1070,9 @@ def _assemble(job, out, slimits) -> bytes:
     well-formed JSON value, so no message can reach the protocol or another
     job. A child whose messages are not the tracer's gets the outcome
     `tampered`, with nothing of what it sent."""
+    if out.overflowed:
+        return _without_steps(job, out, {"kind": "tampered", "message": (
+            "the traced program tampered with the tracer: it wrote more than a trace may hold into its pipe")})
     try:
         return _from_messages(job, out, slimits)
     except JobError:

@@ -331,6 +331,21 @@ class HostileWorker(unittest.TestCase):
         self.assertEqual(t["outcome"]["kind"], "tampered", t["outcome"])
         self.assertEqual(t["steps"], [])
 
+    def test_flooding_its_pipe_is_cut_off_and_said(self):
+        t = self.trace("""
+            import os
+            def f():
+                block = b'S' + b'\\x00\\x10\\x00\\x00' + b'x' * (1 << 20)
+                for fd in range(3, 1025):
+                    try:
+                        for _ in range(100):
+                            os.write(fd, block)
+                    except OSError:
+                        pass
+            """, limits={"traceBytes": 1 << 20, "outputBytes": 1 << 16})
+        self.assertEqual(t["outcome"]["kind"], "tampered", t["outcome"])
+        self.assertIn("more than a trace may hold", t["outcome"]["message"])
+
     def test_patching_the_tracer_through_subclasses_changes_no_later_job(self):
         t = self.trace("""
             def f():
@@ -452,3 +467,78 @@ class TracerTampering(unittest.TestCase):
                     """, backend)
                 self.assertEqual(t["outcome"]["kind"], "returned", t["outcome"])
                 self.assertEqual([s["event"] for s in t["steps"]], ["call", "line", "line", "return"])
+
+
+class HarvestedTestsRunSandboxed(unittest.TestCase):
+    """A harvested project's tests are trusted by consent, and still run in
+    the sandbox: they can write only the harvest's output directory (and a
+    private temporary one), reach no network, see no secret, and leave no
+    process behind. Checked from outside, after `python -m execverify.harvest
+    capture` has finished."""
+
+    def test_a_hostile_test_suite_changes_nothing_outside(self):
+        root = tempfile.mkdtemp(prefix="execverify-proj-")
+        outdir = tempfile.mkdtemp(prefix="execverify-out-")
+        tag = "execverify-harvest-" + uuid.uuid4().hex
+        secret = "sk-test-" + uuid.uuid4().hex
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(5)
+        listener.setblocking(False)
+        home_marker = os.path.join(os.path.expanduser("~"), tag)
+        try:
+            with open(os.path.join(root, "lib.py"), "w") as fh:
+                fh.write("def double(x):\n    return 2 * x\n")
+            with open(os.path.join(root, "test_lib.py"), "w") as fh:
+                fh.write(textwrap.dedent("""
+                    import os, socket, subprocess, unittest
+                    from lib import double
+                    SEEN = []
+                    class T(unittest.TestCase):
+                        def test_double(self):
+                            self.assertEqual(double(2), 4)
+                        def test_attacks(self):
+                            for path in (os.path.join(%(root)r, 'written'), %(home)r):
+                                try:
+                                    open(path, 'w').write('x')
+                                except OSError:
+                                    pass
+                            try:
+                                socket.create_connection(('127.0.0.1', %(port)d), timeout=1)
+                            except OSError:
+                                pass
+                            try:
+                                subprocess.Popen(['sleep', '30', %(tag)r], start_new_session=True)
+                            except OSError:
+                                pass
+                            with open(os.path.join(os.environ.get('TMPDIR', '/tmp'), 'env'), 'w') as fh:
+                                fh.write(repr(dict(os.environ)))
+                            SEEN.append(%(secret)r in repr(dict(os.environ)))
+                            self.assertEqual(SEEN, [False])
+                    """ % {"root": root, "home": home_marker, "port": listener.getsockname()[1], "tag": tag,
+                           "secret": secret}))
+            out = os.path.join(outdir, "calls.jsonl")
+            env = dict(os.environ, PYTHONPATH=TRACER_DIR, OPENAI_API_KEY=secret)
+            p = subprocess.run([sys.executable, "-m", "execverify.harvest", "capture", "--root", root, "--out", out,
+                                "--runner", "unittest"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=120, start_new_session=True)
+            self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+            with open(out) as fh:
+                lines = [json.loads(line) for line in fh if line.strip()]
+            summary = [x for x in lines if x.get("kind") == "summary"][-1]
+            self.assertEqual(summary["testsRun"], 2, summary)
+            self.assertEqual(summary["testFailures"], 0, summary)  # the secret was not in its environment
+            self.assertEqual(summary["calls"], 1, summary)
+            self.assertTrue(any(x.get("function") == "double" for x in lines if x.get("kind") != "summary"), lines)
+            self.assertEqual(sorted(os.listdir(root)), ["lib.py", "test_lib.py"])
+            self.assertFalse(os.path.exists(home_marker))
+            self.assertEqual(os.listdir(outdir), ["calls.jsonl"])
+            with self.assertRaises(BlockingIOError):
+                listener.accept()
+            self.assertFalse(_processes_with(tag))
+        finally:
+            listener.close()
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(outdir, ignore_errors=True)
+            if os.path.exists(home_marker):
+                os.unlink(home_marker)
