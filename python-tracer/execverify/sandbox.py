@@ -321,7 +321,10 @@ def _audit_hook(ctx):
     return hook
 
 
-def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
+def _child_setup(ctx: Context, limits: Limits, keep=(), facts=None) -> None:
+    """Sets the child up; `facts`: (mapped bytes, open descriptors) as the
+    parent saw them just before the fork (read again here when None)."""
+    mapped, fds = facts if facts is not None else (mapped_bytes(), _open_fds())
     # Descriptors: only our pipe survives; 0/1/2 point at /dev/null.
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -335,15 +338,16 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
         ctx.fd = high
     except (NameError, OSError):
         pass
-    _close_inherited(ctx.fd, keep)
+    _close_inherited(ctx.fd, keep, fds)
     # Its own session and process group: kill(0, ...) reaches only the job,
     # and the pool can stop the job and nothing else.
     try:
         os.setsid()
     except OSError:
         pass
-    os.environ.clear()
-    os.environ.update(limits.env if limits.env is not None else _JOB_ENV)
+    if limits.env is not None or not _ENV_IS_JOBS:
+        os.environ.clear()
+        os.environ.update(limits.env if limits.env is not None else _JOB_ENV)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         try:
             signal.signal(sig, signal.SIG_DFL)
@@ -362,7 +366,7 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     _setrlimit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
     if limits.memory_mb:
         # The budget comes on top of what the warm worker already maps.
-        cap = mapped_bytes() + (limits.memory_mb << 20)
+        cap = mapped + (limits.memory_mb << 20)
         _setrlimit(resource.RLIMIT_AS, cap, cap)
     _setrlimit(resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes)
     _setrlimit(resource.RLIMIT_CORE, 0, 0)
@@ -373,7 +377,6 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
     sys.dont_write_bytecode = True
     # The last layer, after every set-up step that needs what it refuses.
     if seccomp is not None and seccomp.available():
-        mapped_bytes()  # /proc/self is root's once the process is not dumpable
         seccomp.not_dumpable()
         seccomp.install(os.getpid(), writes=limits.allow_writes)
         ctx.isolated = True
@@ -392,11 +395,26 @@ def _child_setup(ctx: Context, limits: Limits, keep=()) -> None:
 
 # A job's environment when its caller gives none, computed once per worker.
 _JOB_ENV = isolation.job_env()
+_ENV_IS_JOBS = False  # this process's own environment is _JOB_ENV already (use_job_env)
 
 
-def not_dumpable() -> None:
+def use_job_env() -> None:
+    """Makes this process's environment the one its jobs get (the worker
+    needs none of its own once started), so a job's child need not set it."""
+    global _ENV_IS_JOBS
+    os.environ.clear()
+    os.environ.update(_JOB_ENV)
+    _ENV_IS_JOBS = True
+
+
+def prepare_worker() -> None:
+    """Readies a worker for forking jobs: no job (same user) may open its
+    memory or trace it; its environment is the jobs' (see use_job_env); the
+    jobs' seccomp filters are built once, here."""
+    use_job_env()
     if seccomp is not None and seccomp.available():
         seccomp.not_dumpable()
+        seccomp.prepare()
 
 
 def mapped_bytes() -> int:
@@ -411,13 +429,20 @@ def mapped_bytes() -> int:
     return 0
 
 
-def _close_inherited(keep: int, also=()) -> None:
-    """Closes every descriptor above 2 except `keep` and `also` (the worker's
-    protocol pipe above all: user code must not be able to write into it)."""
+def _open_fds() -> list:
     try:
-        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+        return [int(x) for x in os.listdir("/proc/self/fd")]
     except OSError:
-        fds = range(3, 4096)
+        return list(range(3, 4096))
+
+
+def _close_inherited(keep: int, also=(), fds=None) -> None:
+    """Closes every descriptor above 2 except `keep` and `also` (the worker's
+    protocol pipe above all: user code must not be able to write into it).
+    `fds`: the open ones, if known (the descriptor `keep` was moved from is
+    closed already; closing it again is harmless)."""
+    if fds is None:
+        fds = _open_fds()
     for fd in fds:
         if fd > 2 and fd != keep and fd not in also:
             try:
@@ -447,6 +472,9 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     r, w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    # Read here, not in the child: the same facts, without the child's
+    # copy-on-write faults (every page the child touches is copied).
+    facts = (mapped_bytes(), _open_fds())
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
@@ -455,7 +483,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
             os.close(r)
             ctx = Context(w, limits)
             try:
-                _child_setup(ctx, limits)
+                _child_setup(ctx, limits, facts=facts)
                 result = fn(ctx)
                 if result is not None:
                     ctx.send(b"R", _json_dumps(result).encode())
@@ -522,6 +550,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
         # closed the pipe itself and kept running) it still gets the wall limit.
         pause = 0.00005
         t_end = max(deadline, time.monotonic()) + limits.grace_ms / 1000.0
+        _await_exit(pid, t_end)
         while True:
             try:
                 wpid, status, rusage = os.wait4(pid, os.WNOHANG)
@@ -548,6 +577,21 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
         out.cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
         out.peak_kb = rusage.ru_maxrss
     return out
+
+
+def _await_exit(pid: int, until: float) -> None:
+    """Waits (without polling) until the child has exited or `until` passes,
+    where the OS can say so (a pidfd, Linux 5.3+ and Python 3.9+)."""
+    try:
+        pfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return
+    try:
+        select.select([pfd], [], [], max(0.0, until - time.monotonic()))
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(pfd)
 
 
 def _signal_name(n: int) -> str:

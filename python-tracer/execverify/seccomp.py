@@ -147,23 +147,30 @@ def _if_arg_eq_allow(arg, values, deny):
 
 
 def build(pid: int, writes: bool, machine: str = None) -> bytes:
-    """The filter for a job whose pid (in its PID namespace) is `pid`."""
+    """The filter for a job whose pid (in its PID namespace) is `pid`.
+
+    Short, because the kernel compiles it for every job: the refused calls
+    are one comparison each against the number loaded once, all jumping to
+    one EPERM; the calls whose arguments matter follow, one block each."""
     arch, table = _ARCHES[machine or os.uname().machine]
     p = _Program()
     # the architecture first: a syscall of another ABI has other numbers
     p.op(_LD_ABS, _ARCH)
     p.op(_JEQ, arch, 1, 0)
     p.op(_RET, _KILL)
+    p.op(_LD_ABS, _NR)
     if arch == 0xC000003E:  # x32 system calls (bit 30) share the arch value
-        p.op(_LD_ABS, _NR)
         p.op(_JGE, 0x40000000, 0, 1)
         p.op(_RET, _ERRNO | _EPERM)
     eperm = _ERRNO | _EPERM
-    for name in _DENY + (() if writes else _DENY_WRITES):
-        if name in table:
-            p.syscall_block(table[name], [_ret(eperm)])
-    p.syscall_block(table["clone3"], [_ret(_ERRNO | _ENOSYS)])
-    p.syscall_block(table["openat2"], [_ret(_ERRNO | _ENOSYS)])
+    denied = [table[n] for n in _DENY + (() if writes else _DENY_WRITES) if n in table]
+    for i, nr in enumerate(denied):
+        p.op(_JEQ, nr, len(denied) - i, 0)  # to the RET EPERM after the JA
+    p.op(0x05, 1)  # BPF_JMP | BPF_JA: past the shared return
+    p.op(_RET, eperm)
+    for name, errno in (("clone3", _ENOSYS), ("openat2", _ENOSYS)):
+        p.op(_JEQ, table[name], 0, 1)
+        p.op(_RET, _ERRNO | errno)
     # clone: threads only (flags are clone's first argument on both)
     p.syscall_block(table["clone"], [(_LD_ABS, 0, 0, _arg(0)), (_JSET, 1, 0, _CLONE_THREAD),
                                      _ret(eperm), _ret(_ALLOW)])
@@ -205,11 +212,35 @@ def available() -> bool:
     return _prctl is not None and os.uname().machine in _ARCHES
 
 
+# The pid the filter is built with, then patched to the job's in the child:
+# a value no real pid has, so its places in the program are found by value.
+_PID_MARK = 0x7FFFFFF7
+_PROGRAMS = {}  # writes -> (buffer, sock_fprog, offsets of the pid's k fields)
+
+
+def _program(writes: bool):
+    """The filter built once per process (a child only patches its pid in)."""
+    p = _PROGRAMS.get(writes)
+    if p is None:
+        prog = build(_PID_MARK, writes)
+        offsets = [i * 8 + 4 for i in range(len(prog) // 8)
+                   if struct.unpack_from("I", prog, i * 8 + 4)[0] == _PID_MARK]
+        buf = ctypes.create_string_buffer(prog, len(prog))
+        p = _PROGRAMS[writes] = (buf, _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p)), offsets)
+    return p
+
+
+def prepare() -> None:
+    """Builds both filters now (the worker calls it before forking jobs)."""
+    _program(True)
+    _program(False)
+
+
 def install(pid: int, writes: bool) -> None:
     """Installs the filter in this process (for good). Raises OSError."""
-    prog = build(pid, writes)
-    buf = ctypes.create_string_buffer(prog, len(prog))
-    fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    buf, fprog, offsets = _program(writes)
+    for off in offsets:
+        struct.pack_into("I", buf, off, pid)
     if _prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:

@@ -121,9 +121,8 @@ _ENCODERS = {}  # (repr chars, container items) -> (Encoder, Fingerprints)
 
 
 def _encoders(repr_chars: int, container_items: int):
-    """The value encoder for these bounds, kept for the process's later jobs
-    (a kept child runs many): its caches of type names and small atoms'
-    encodings stay valid from one job to the next."""
+    """The value encoder for these bounds, made once per process (the
+    worker makes the default one before forking jobs, see prewarm)."""
     key = (repr_chars, container_items)
     pair = _ENCODERS.get(key)
     if pair is None:
@@ -1007,6 +1006,13 @@ def trace(params: dict, sandbox_limits=None) -> dict:
     """
     data = trace_bytes(params)
     return jsonc.loads(data)
+
+
+def prewarm() -> None:
+    """Builds what every job needs before any is forked (the worker calls
+    it once): each job's fresh child then starts with it, instead of each
+    building its own."""
+    _encoders(DEFAULT_LIMITS["reprChars"], DEFAULT_LIMITS["containerItems"])
 
 
 def ensure_site() -> None:

@@ -54,7 +54,7 @@ def trace(params: dict):
     try:
         return Raw(tracer.trace_bytes(params))
     except tracer.JobError as e:
-        raise OpError(e.code, e.message)
+        raise OpError(e.code, e.message) from None
 
 
 def trace_batch(params: dict):
@@ -105,14 +105,14 @@ def handle(line: bytes) -> bytes:
         try:
             req = loads(line)
         except ValueError as e:
-            raise OpError("protocol", "bad request line: %s" % e)
+            raise OpError("protocol", "bad request line: %s" % e) from None
         if not isinstance(req, dict):
             raise OpError("protocol", "a request must be a JSON object")
         rid = req.get("id")
         name = req.get("op")
         if name not in OPS and not _optional_loaded:
             _register_optional_ops()
-        op = OPS.get(name)
+        op = OPS.get(name) if isinstance(name, str) else None
         if op is None:
             raise OpError("unknown_op", "unknown op %r (known: %s)" % (req.get("op"), ", ".join(sorted(OPS))))
         if name not in _NO_SITE_OPS:
@@ -124,7 +124,8 @@ def handle(line: bytes) -> bytes:
     except OpError as e:
         err = {"code": e.code, "message": e.message}
     except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
-        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, tracer._format_exc())}
+        import traceback  # only on this failure path: the worker starts without it
+        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())}
     return (dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 
@@ -136,8 +137,8 @@ _MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
 def main(argv=None) -> int:
     isolation.enter(["-u", "-S", "-c", _MAIN])
     isolation.status()  # decided once, before any job is forked
-    # No job (same user) may open this process's memory or trace it.
-    sandbox.not_dumpable()
+    sandbox.prepare_worker()
+    tracer.prewarm()
     # Everything imported so far is shared by every forked child: keep the
     # collector from touching (and so copying) those pages in each child.
     gc.collect()
