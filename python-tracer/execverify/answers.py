@@ -167,47 +167,116 @@ _OBJECT_START_RE = re.compile(r'\{[ \t\n\r]*["}]')
 # so the parse stays linear whatever the text holds (400 k `{` once took
 # 73 s when every `{` was tried).
 MAX_JSON_STARTS = 64
+# An object nested deeper than this is not an answer (the answer's shape is
+# three deep). A bound both parsers apply exactly, instead of each one's
+# recursion limit.
+MAX_JSON_DEPTH = 64
+MAX_VARIABLES = 64
+MAX_SAFE_INTEGER = (1 << 53) - 1  # what a JavaScript number holds exactly
 
 
-def parse_next_step_json(text: str) -> Optional[Dict[str, Any]]:
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
+
+
+# Every number is read as a double, as JavaScript reads it: both parsers then
+# see the same value (3.0 is 3, a 5,000-digit number is inf), and no
+# interpreter's int-digit limit turns an answer into an error.
+_DECODER = json.JSONDecoder(parse_int=float, parse_constant=_no_constant)
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a decoded JSON value (`{}` is 1), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((x, d + 1) for x in items if isinstance(x, (dict, list)))
+    return deepest
+
+
+def next_step_answer(obj: Any) -> Optional[Dict[str, Any]]:
+    """The answer in a decoded object when it has the next-step shape
+    (NextStepAnswerSchema in src/engine/model/answers.ts), else None:
+    `next_line` an integer JSON number, `variables` a list of at most 64
+    objects with string `name`, `value` and `type`. Other keys are dropped."""
+    if not isinstance(obj, dict):
+        return None
+    nl = obj.get("next_line")
+    if not isinstance(nl, (int, float)) or isinstance(nl, bool):
+        return None
+    if nl != nl or nl in (float("inf"), float("-inf")) or nl != int(nl) or abs(nl) > MAX_SAFE_INTEGER:
+        return None
+    variables = obj.get("variables")
+    if not isinstance(variables, list) or len(variables) > MAX_VARIABLES:
+        return None
+    out = []
+    for v in variables:
+        if not isinstance(v, dict):
+            return None
+        name, value, type_ = v.get("name"), v.get("value"), v.get("type")
+        if not (isinstance(name, str) and isinstance(value, str) and isinstance(type_, str)):
+            return None
+        out.append({"name": name, "value": value, "type": type_})
+    return {"next_line": int(nl), "variables": out}
+
+
+def parse_next_step_json(text: Any) -> Optional[Dict[str, Any]]:
     """The interactive JSON answer: the first JSON object in the text (fences
-    and prose around it allowed), among the first MAX_JSON_STARTS places
-    where an object can start."""
-    decoder = json.JSONDecoder()
+    and prose around it allowed) that has the next-step shape, among the first
+    MAX_JSON_STARTS places where an object can start; None when there is none.
+
+    The same rule as parseNextStep in src/engine/model/answers.ts, run on the
+    same vectors: numbers are doubles, NaN/Infinity are not JSON, an object
+    nested deeper than MAX_JSON_DEPTH is not an answer."""
+    if not isinstance(text, str):
+        return None
+    text = text[:MAX_RESPONSE_CHARS]
     for n, m in enumerate(_OBJECT_START_RE.finditer(text)):
         if n >= MAX_JSON_STARTS:
             break
         try:
-            obj, _ = decoder.raw_decode(text, m.start())
+            obj, _ = _DECODER.raw_decode(text, m.start())
         except (ValueError, RecursionError):
+            continue  # RecursionError: nested far deeper than MAX_JSON_DEPTH
+        if _depth(obj) > MAX_JSON_DEPTH:
             continue
-        if isinstance(obj, dict):
-            return obj
+        answer = next_step_answer(obj)
+        if answer is not None:
+            return answer
     return None
 
 
 def next_step_answers(obj: Optional[Dict[str, Any]], questions: List[Dict[str, Any]]) -> List[Optional[str]]:
-    """Map a next-step JSON object onto the questions (by kind and variable name)."""
+    """Map a next-step answer (from parse_next_step_json) onto the questions,
+    by kind and variable name (a name given twice: the last one counts)."""
+    answer = next_step_answer(obj)
+    if answer is None:
+        return [None for _ in questions]
+    variables = {v["name"]: v for v in answer["variables"]}
     out: List[Optional[str]] = []
-    variables = {}
-    if isinstance(obj, dict) and isinstance(obj.get("variables"), list):
-        for v in obj["variables"]:
-            if isinstance(v, dict) and isinstance(v.get("name"), str):
-                variables[v["name"]] = v
     for q in questions:
-        if not isinstance(obj, dict):
-            out.append(None)
-        elif q.get("kind") == "next_line":
-            nl = obj.get("next_line")
-            out.append(str(nl) if isinstance(nl, int) and not isinstance(nl, bool) else None)
-        elif q.get("kind") in ("state", "state_any"):
-            v = variables.get(str(q.get("var")))
+        kind = q.get("kind")
+        if kind == "next_line":
+            out.append(str(answer["next_line"]))
+        elif kind in ("state", "state_any"):
+            var = q.get("var")
+            v = variables.get(var) if isinstance(var, str) else None
             if v is None:
                 out.append(None)
-            elif v.get("value") == "Nil":
+            elif v["value"] == "Nil":
                 out.append("Nil")
             else:
-                out.append("%s; %s" % (v.get("value"), v.get("type")))
+                out.append("%s; %s" % (v["value"], v["type"]))
         else:
             out.append(None)
     return out

@@ -17,19 +17,36 @@ def text_of(case):
     return text
 
 
+def answers_of(case):
+    text = text_of(case)
+    if case["format"] == "next_step_json":
+        return answers.next_step_answers(answers.parse_next_step_json(text), case["questions"])
+    return answers.parse(case["format"], text)
+
+
 class AnswerVectors(unittest.TestCase):
     def test_every_vector(self):
         with open(os.path.join(VECTORS, "answers.json"), encoding="utf-8") as fh:
             cases = json.load(fh)["cases"]
         for case in cases:
             with self.subTest(case["name"]):
-                self.assertEqual(answers.parse(case["format"], text_of(case)), case["expect"])
+                self.assertEqual(answers_of(case), case["expect"])
 
     def test_next_step_json_in_a_fence(self):
         obj = answers.parse_next_step_json('```json\n{"next_line": 4, "variables": [{"name": "x", "value": "1", "type": "int"}]}\n```')
         self.assertEqual(obj["next_line"], 4)
         qs = [{"kind": "next_line"}, {"kind": "state", "var": "x"}, {"kind": "state", "var": "y"}]
         self.assertEqual(answers.next_step_answers(obj, qs), ["4", "1; int", None])
+
+    def test_every_format_has_vectors(self):
+        with open(os.path.join(VECTORS, "answers.json"), encoding="utf-8") as fh:
+            formats = {case["format"] for case in json.load(fh)["cases"]}
+        self.assertLessEqual(set(answers.FORMATS), formats)
+
+    def test_a_next_step_answer_keeps_only_its_shape(self):
+        obj = answers.parse_next_step_json('{"next_line": 2.0, "extra": 1, "variables": [{"name": "x", "value": "1", "type": "int", "k": 0}]}')
+        self.assertEqual(obj, {"next_line": 2, "variables": [{"name": "x", "value": "1", "type": "int"}]})
+        self.assertIs(type(obj["next_line"]), int)
 
     def test_next_step_json_garbage(self):
         self.assertIsNone(answers.parse_next_step_json("no json {here"))

@@ -4,13 +4,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { nextStepAnswers, parseAnswers, parseNextStep, splitTopLevelEq } from '../../src/engine/model/answers';
+import { AnswerFormatSchema, nextStepAnswers, parseAnswers, parseNextStep, splitTopLevelEq } from '../../src/engine/model/answers';
 
 interface AnswerCase {
   name: string;
   format: string;
   text: string | null;
-  expect: string[];
+  expect: (string | null)[];
+  questions?: { kind: string; var?: string }[];
   text_repeat?: { text: string; times: number };
   wrap?: [string, string];
 }
@@ -25,11 +26,34 @@ function textOf(c: AnswerCase): string {
   return t;
 }
 
+function answersOf(c: AnswerCase): (string | null)[] {
+  if (c.format === 'next_step_json') {
+    const r = parseNextStep(textOf(c));
+    return nextStepAnswers(r.ok ? r.value : undefined, c.questions ?? []);
+  }
+  return parseAnswers(c.format, textOf(c));
+}
+
 for (const c of vectors.cases) {
   test(`answers vector: ${c.name}`, () => {
-    assert.deepEqual(parseAnswers(c.format, textOf(c)), c.expect);
+    assert.deepEqual(answersOf(c), c.expect);
   });
 }
+
+test('every answer format has vectors', () => {
+  const formats = new Set(vectors.cases.map((c) => c.format));
+  for (const f of AnswerFormatSchema.options) assert.ok(formats.has(f), f);
+});
+
+test('a next-step answer keeps only its shape, and a wrong one says why', () => {
+  const r = parseNextStep('{"next_line": 2.0, "extra": 1, "variables": [{"name": "x", "value": "1", "type": "int", "k": 0}]}');
+  assert.deepEqual(r, { ok: true, value: { next_line: 2, variables: [{ name: 'x', value: '1', type: 'int' }] } });
+  const wrong = parseNextStep('prose {"next_line": "four", "variables": []} {"a": 1}');
+  assert.equal(wrong.ok, false);
+  if (!wrong.ok) assert.match(wrong.error, /next_line/);
+  const none = parseNextStep('no json {here');
+  assert.deepEqual(none, { ok: false, error: 'no JSON object in the answer' });
+});
 
 test('the == scanner skips strings and brackets', () => {
   assert.equal(splitTopLevelEq(`assert f("a==b") == "x==y"`), 17);

@@ -4,7 +4,7 @@
 // Tolerant of formatting (fences, tags, prose, trailing periods), strict about
 // content; the text is only sliced and read — never executed, never obeyed.
 import { z } from 'zod';
-import { parseStructured } from './structured';
+import type { StructuredResult } from './structured';
 
 export const AnswerFormatSchema = z.enum(['execverify', 'reval', 'cruxeval_output', 'cruxeval_input', 'next_step_json']);
 export type AnswerFormat = z.infer<typeof AnswerFormatSchema>;
@@ -170,13 +170,17 @@ export function parseAnswers(format: string, text: unknown): string[] {
   }
 }
 
+/** Most variables in a next-step answer. */
+export const MAX_VARIABLES = 64;
+
 /**
  * The interactive "next step" answer. The model is asked for exactly this
  * shape (and, where the server supports it, constrained to its JSON Schema).
+ * Python's next_step_answer applies the same shape.
  */
 export const NextStepAnswerSchema = z.object({
   /** Line that runs next in this frame; -1 when the function returns or raises. */
-  next_line: z.number().int(),
+  next_line: z.number().int().safe(),
   variables: z
     .array(
       z.object({
@@ -186,15 +190,78 @@ export const NextStepAnswerSchema = z.object({
         type: z.string(),
       }),
     )
-    .max(64),
+    .max(MAX_VARIABLES),
 });
 export type NextStepAnswer = z.infer<typeof NextStepAnswerSchema>;
 
-export function parseNextStep(text: string) {
-  return parseStructured(text.slice(0, MAX_RESPONSE_CHARS), NextStepAnswerSchema);
+/** Where a JSON object can start: `{`, blanks, then a key or the closing brace. */
+const OBJECT_START_RE = /\{[ \t\n\r]*["}]/g;
+/** Decoding attempts per response: each is one pass at most, so the parse is linear. */
+export const MAX_JSON_STARTS = 64;
+/** An object nested deeper than this is not an answer (as in Python). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * End (exclusive) of the bracketed value that starts at `start`, by brackets
+ * and strings alone; undefined when it is unclosed or nested deeper than
+ * MAX_JSON_DEPTH. For valid JSON this is where the value ends, which is where
+ * Python's raw_decode stops; JSON.parse then checks the rest.
+ */
+function bracketedEnd(text: string, start: number): number | undefined {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i++;
+        else if (d === 0x22) break;
+      }
+      if (i >= text.length) return undefined;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > MAX_JSON_DEPTH) return undefined;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      if (--depth === 0) return i + 1;
+    }
+  }
+  return undefined;
 }
 
-/** Map a next-step answer onto questions, as Python's next_step_answers does. */
+/**
+ * The interactive JSON answer: the first JSON object in the text (fences and
+ * prose around it allowed) that has the NextStepAnswerSchema shape, among the
+ * first MAX_JSON_STARTS places where an object can start. The rule of
+ * Python's parse_next_step_json, on the same vectors; linear in the text.
+ */
+export function parseNextStep(text: string): StructuredResult<NextStepAnswer> {
+  const t = text.slice(0, MAX_RESPONSE_CHARS);
+  let error = 'no JSON object in the answer';
+  let tried = 0;
+  for (const m of t.matchAll(OBJECT_START_RE)) {
+    if (tried++ >= MAX_JSON_STARTS) break;
+    const end = bracketedEnd(t, m.index!);
+    if (end === undefined) continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(t.slice(m.index!, end));
+    } catch {
+      continue;
+    }
+    const parsed = NextStepAnswerSchema.safeParse(json);
+    if (parsed.success) return { ok: true, value: parsed.data };
+    if (error.startsWith('no JSON'))
+      error = `the JSON does not match the answer schema: ${parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+        .join('; ')}`;
+  }
+  return { ok: false, error };
+}
+
+/**
+ * Map a next-step answer onto questions, as Python's next_step_answers does
+ * (by kind and variable name; a name given twice: the last one counts).
+ */
 export function nextStepAnswers(
   answer: NextStepAnswer | undefined,
   questions: { kind: string; var?: string }[],
@@ -204,7 +271,7 @@ export function nextStepAnswers(
     if (!answer) return null;
     if (q.kind === 'next_line') return String(answer.next_line);
     if (q.kind === 'state' || q.kind === 'state_any') {
-      const v = q.var !== undefined ? byName.get(q.var) : undefined;
+      const v = typeof q.var === 'string' ? byName.get(q.var) : undefined;
       if (!v) return null;
       return v.value === 'Nil' ? 'Nil' : `${v.value}; ${v.type}`;
     }
