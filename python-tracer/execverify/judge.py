@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import cruxeval, expr_eval
 # Re-exported: the judge's callers (and tests) read them here.
-from .literals import (DEFAULT_FLOAT_TOL, MAX_ANSWER_CHARS, NotLiteral, _fast_literal, _lit,  # noqa: F401
-                       actual_value, is_literal_value, normalize_repr, parse_literal, values_equal)
+from .literals import (DEFAULT_FLOAT_TOL, MAX_ANSWER_CHARS, NotLiteral,  # noqa: F401
+                       actual_value, is_literal_value, literal_node, normalize_repr, parse_literal, values_equal)
 
 _WS_RE = re.compile(r"\s+")
 
@@ -396,13 +396,13 @@ def _call_shape(call: str, fn: str) -> Optional[bool]:
         for arg in list(node.args) + [k.value for k in node.keywords]:
             if isinstance(arg, ast.Starred):
                 return False
-            _lit(arg)
+            literal_node(arg)
         return True
     except Exception:
         return False
 
 
-JUDGES = {
+JUDGES: Dict[str, Callable[..., Dict[str, Any]]] = {
     "state": judge_state,
     "state_any": judge_state_any,
     "next_line": judge_next_line,

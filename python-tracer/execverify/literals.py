@@ -28,29 +28,30 @@ _NAMED_FLOATS = {"inf": math.inf, "nan": math.nan}
 _SAFE_CALLS = ("set", "frozenset", "float", "tuple", "list", "dict", "complex", "bytes", "int", "str", "bool")
 
 
-def _lit(node: ast.AST) -> Any:
+def literal_node(node: ast.AST) -> Any:
+    """The value of a literal expression node; NotLiteral for anything else."""
     if isinstance(node, ast.Constant):
         if node.value is Ellipsis:
             raise NotLiteral("...")
         return node.value
     if isinstance(node, ast.Tuple):
-        return tuple(_lit(e) for e in node.elts)
+        return tuple(literal_node(e) for e in node.elts)
     if isinstance(node, ast.List):
-        return [_lit(e) for e in node.elts]
+        return [literal_node(e) for e in node.elts]
     if isinstance(node, ast.Set):
-        return set(_lit(e) for e in node.elts)
+        return set(literal_node(e) for e in node.elts)
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise NotLiteral("dict unpacking")
-        return dict((_lit(k), _lit(v)) for k, v in zip(node.keys, node.values))
+        return dict((literal_node(k), literal_node(v)) for k, v in zip(node.keys, node.values) if k is not None)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _lit(node.operand)
+        v = literal_node(node.operand)
         if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else +v
         raise NotLiteral("unary on non-number")
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         # Only complex literals such as 1+2j, as ast.literal_eval allows.
-        left, right = _lit(node.left), _lit(node.right)
+        left, right = literal_node(node.left), literal_node(node.right)
         if isinstance(left, (int, float)) and not isinstance(left, bool) and isinstance(right, complex):
             return left + right if isinstance(node.op, ast.Add) else left - right
         raise NotLiteral("arithmetic")
@@ -65,7 +66,7 @@ def _lit(node: ast.AST) -> Any:
         if not node.args:
             return {"set": set, "frozenset": frozenset, "float": float, "tuple": tuple, "list": list,
                     "dict": dict, "complex": complex, "bytes": bytes, "int": int, "str": str, "bool": bool}[fn]()
-        arg = _lit(node.args[0])
+        arg = literal_node(node.args[0])
         if fn == "float":
             if isinstance(arg, str) and arg.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
                 return float(arg)
@@ -80,7 +81,7 @@ def _lit(node: ast.AST) -> Any:
             try:
                 return dict(arg)
             except Exception:
-                raise NotLiteral("dict()")
+                raise NotLiteral("dict()") from None
         raise NotLiteral(fn + "()")
     raise NotLiteral(type(node).__name__)
 
@@ -131,7 +132,7 @@ def _flat(s: str) -> Tuple[bool, Any]:
 # Nested containers of the same simple tokens (the shape of most dict, tuple
 # and nested-list answers), read by a small recursive-descent parser instead
 # of ast.parse, which costs several times as much. It accepts a strict subset
-# of Python literal syntax and builds exactly what ast + _lit would; anything
+# of Python literal syntax and builds exactly what ast + literal_node would; anything
 # outside the subset (escapes, names, other whitespace, deep nesting, unusual
 # numbers) returns None and goes to the Python parser as before.
 # One token with the blanks before it; the alternatives exclude one another
@@ -229,7 +230,7 @@ def _fast_braces(toks: List[str], i: int, depth: int) -> Tuple[Any, int]:
     return set(elems), i + 1
 
 
-def _fast_literal(s: str) -> Optional[Tuple[bool, Any]]:
+def fast_literal(s: str) -> Optional[Tuple[bool, Any]]:
     """(True, value) when `s` is certainly such a literal; None when the parser must decide."""
     toks = _FAST_TOKEN_RE.findall(s)
     # findall skips what it cannot read: the tokens cover the whole text only
@@ -270,12 +271,12 @@ def parse_literal(text: Any) -> Tuple[bool, Any]:
         if ok:
             return True, v
     if s[0] in "[({":
-        fast = _fast_literal(s)
+        fast = fast_literal(s)
         if fast is not None:
             return fast
     try:
         tree = ast.parse(s, mode="eval")
-        return True, _lit(tree.body)
+        return True, literal_node(tree.body)
     except (NotLiteral, SyntaxError, ValueError, TypeError, MemoryError, RecursionError, OverflowError):
         return False, None
     except Exception:  # any other parser surprise is still just "not a literal"

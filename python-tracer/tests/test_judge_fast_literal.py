@@ -1,7 +1,7 @@
 """The judge's fast literal parser must read exactly what the Python parser path reads.
 
-judge._fast_literal may decline (None) anything; whatever it accepts must equal
-ast.parse + judge._lit, value and types alike, down to every nested element.
+literals.fast_literal may decline (None) anything; whatever it accepts must equal
+ast.parse + literals.literal_node, value and types alike, down to every nested element.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import math
 import random
 import unittest
 
-from execverify import judge
+from execverify import judge, literals
 
 
 def via_ast(s):
     try:
-        return True, judge._lit(ast.parse(s, mode="eval").body)
+        return True, literals.literal_node(ast.parse(s, mode="eval").body)
     except Exception:
         return False, None
 
@@ -40,7 +40,7 @@ def same(a, b):
 
 class FastLiteralTest(unittest.TestCase):
     def check(self, s):
-        fast = judge._fast_literal(s)
+        fast = literals.fast_literal(s)
         if fast is None:
             return False
         ok, value = via_ast(s)
@@ -61,8 +61,8 @@ class FastLiteralTest(unittest.TestCase):
                   "[1,\n2]", "[1,\xa02]", "['\x00']", "['\ud800']", "[None1]", "[Noneé]", "(1, 2) + (3,)", "[1] [0]",
                   "[" * 40 + "]" * 40, "[- 1]", "[--1]", "[1.5.2]", "[1.]", "[.5e-3]", "{'a': 1,}", "[True, False, None]"]:
             self.check(s)
-        self.assertIsNone(judge._fast_literal("[" * 40 + "]" * 40))
-        self.assertIsNone(judge._fast_literal("{[1]: 2}"))
+        self.assertIsNone(literals.fast_literal("[" * 40 + "]" * 40))
+        self.assertIsNone(literals.fast_literal("{[1]: 2}"))
 
     def test_generated_texts_agree_with_the_parser(self):
         rnd = random.Random(1234)

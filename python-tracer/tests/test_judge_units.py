@@ -7,7 +7,7 @@ import subprocess
 import sys
 import unittest
 
-from execverify import expr_eval, judge
+from execverify import expr_eval, judge, literals
 
 
 class TypeNames(unittest.TestCase):
@@ -43,7 +43,7 @@ class Literals(unittest.TestCase):
                  "('a')", "[01]", "[1, 'a\\'b']", "[+1]", "[1-2]", "[1.2.3]", "[e]", "[1e]", "007", "-0", "'a\\nb'"]
         for text in texts:
             try:
-                want = (True, judge._lit(ast.parse(text, mode="eval").body))
+                want = (True, literals.literal_node(ast.parse(text, mode="eval").body))
             except Exception:
                 want = (False, None)
             got = judge.parse_literal(text)
