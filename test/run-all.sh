@@ -51,6 +51,18 @@ if [ -x .venv/bin/python ] && [ -d python-tracer/tests_venv ]; then
   record pytest "${p:-0}" "${f:-0}"
 fi
 
+log "python import cycles"
+if python3 python-tracer/tools/import_cycles.py; then record py-cycles 1 0; else record py-cycles 0 1; fi
+if [ -x .venv/bin/python ]; then
+  for tool in ruff mypy; do
+    log "$tool (python-tracer/pyproject.toml)"
+    if [ ! -x ".venv/bin/$tool" ]; then echo "$tool is not in .venv: bash scripts/python-env.sh"; record "$tool" 0 1
+    elif [ "$tool" = ruff ] && .venv/bin/ruff check python-tracer/execverify python-tracer/tools; then record ruff 1 0
+    elif [ "$tool" = mypy ] && (cd python-tracer && ../.venv/bin/mypy); then record mypy 1 0
+    else record "$tool" 0 1; fi
+  done
+fi
+
 if [ -x test/e2e/run.sh ]; then
   log "end-to-end (code-server + chromium)"
   out=$(mktemp)

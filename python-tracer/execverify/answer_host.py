@@ -26,6 +26,7 @@ import os
 import select
 import struct
 import sys
+from typing import Any, Dict
 
 from . import plain_value, protocol, sandbox
 from .jsonc import dumps, loads
@@ -135,7 +136,7 @@ def serve(fd_in: int = 0, fd_out: int = 1, parallel: int = 0) -> int:
     view = memoryview(head_buf)
     token = os.pipe()
     os.write(token[1], b"t")
-    running = {}  # courier pid -> request id
+    running: Dict[int, Any] = {}  # courier pid -> request id
 
     def reap(block: bool) -> None:
         while running:

@@ -175,8 +175,8 @@ def _prepare(items: List[Dict[str, Any]], timeout_s: float,
         t = _timeout(item, timeout_s)
         if item.get("mode") == "official":
             exp_src, expr, why = official_split(str(item.get("expected", "")), item["answer"])
-            if why:
-                results[i] = _verdict(False, why)
+            if why or exp_src is None or expr is None:
+                results[i] = _verdict(False, why or "not_one_comparison")
                 continue
             ok, expected = _official_expected(exp_src)
             if not ok:
@@ -241,6 +241,7 @@ class _Host(object):
                                      stdout=subprocess.PIPE, close_fds=True, env=env,  # stderr: the worker's (its log)
                                      start_new_session=True)
         self.pid = os.getpid()
+        assert self.proc.stdin is not None
         os.write(self.proc.stdin.fileno(), dumps(list(sys.path)).encode() + b"\n")
 
     def stop(self) -> None:
@@ -253,7 +254,8 @@ class _Host(object):
             pass
         for f in (proc.stdin, proc.stdout):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
         try:
@@ -277,6 +279,7 @@ class _Host(object):
             self.stop()
             self._start()
         proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
         os.set_blocking(wfd, False)
         outgoing = bytearray()

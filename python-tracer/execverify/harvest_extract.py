@@ -20,7 +20,7 @@ import sysconfig
 import textwrap
 
 _BUILTINS = frozenset(dir(builtins))
-_stdlib_cache = {}
+_stdlib_cache: dict = {}
 
 
 def is_stdlib_module(name: str) -> bool:
@@ -59,9 +59,9 @@ class Unit:
     def __init__(self, node, index: int):
         self.node = node
         self.index = index
-        self.binds = set()
-        self.uses = set()
-        self.local = set()
+        self.binds: set = set()
+        self.uses: set = set()
+        self.local: set = set()
         self.problem = None  # reason this unit can never be included
         self.external = None  # (loader of the ModuleIndex, name, asname) for `from sibling import name`
 
@@ -110,9 +110,9 @@ class ModuleIndex:
         self.resolve = resolve
         self.lines = source.splitlines(True)
         tree = ast.parse(source, path)
-        self.future = []
-        self.units = []
-        self.by_name = {}
+        self.future: list = []
+        self.units: list = []
+        self.by_name: dict = {}
         for node in tree.body:
             if isinstance(node, ast.Try):
                 # The accelerator pattern (`try: from _heapq import * except
@@ -172,7 +172,7 @@ class ModuleIndex:
         for name in unit.binds:
             self.by_name.setdefault(name, []).append(unit)
 
-    def segment(self, node) -> str:
+    def segment(self, node) -> tuple[str, int]:
         first = node.lineno
         for deco in getattr(node, "decorator_list", []) or []:
             first = min(first, deco.lineno)
@@ -235,7 +235,9 @@ class ModuleIndex:
             return None, None, pieces
         # The same piece reached twice is kept once; one name defined by two
         # different modules would silently change meaning, so it is refused.
-        ordered, seen, owner = [], set(), {}
+        ordered: list = []
+        seen: set = set()
+        owner: dict = {}
         for module, unit in pieces:
             key = (id(module), unit.index if module is not None else unit)
             if key in seen:
@@ -307,7 +309,8 @@ class _Canonicalise(ast.NodeTransformer):
 
     def _body(self, node):
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
             node.body = body[1:] or [ast.Pass()]
         return node
 

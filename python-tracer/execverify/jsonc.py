@@ -26,9 +26,9 @@ else:
         parse_int = int
         parse_constant = _CONSTANTS.__getitem__
 
-    _scan = _make_scanner(_Context())
+    _scan = _make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed like a JSONDecoder
 
-    def loads(s):
+    def loads(s):  # type: ignore[misc]  # json.loads' signature, narrowed to what the worker passes
         """json.loads for UTF-8 bytes or str (ValueError when not JSON)."""
         if not isinstance(s, str):
             s = bytes(s).decode("utf-8")
@@ -44,7 +44,7 @@ else:
     def _unserializable(o):
         raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
 
-    def dumps(obj, separators=(", ", ": ")) -> str:
+    def dumps(obj, separators=(", ", ": ")) -> str:  # type: ignore[misc]  # likewise
         """json.dumps(obj, separators=separators)."""
         item_sep, key_sep = separators
         return "".join(_make_encoder({}, _unserializable, quote, None, key_sep, item_sep, False, False, True)(obj, 0))

@@ -51,6 +51,7 @@ def op_judge_batch(params: Dict[str, Any]) -> Dict[str, Any]:
             verdicts.append(judge.verdict(False, "bad_item"))
             continue
         own = item.get("options")
+        opts: Any
         if own:
             opts = dict(shared, **own)
         else:

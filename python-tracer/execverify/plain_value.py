@@ -52,7 +52,7 @@ class NotPlain(Exception):
 
 def encode(value: Any, _type=type, _int=int, _float=float, _str=str, _list=list, _tuple=tuple, _dict=dict,
            _set=set, _frozenset=frozenset, _bytes=bytes, _bytearray=bytearray, _complex=complex, _bool=bool,
-           _range=range, _none=type(None), _ellipsis=type(Ellipsis), _hex=int.__format__,
+           _range=range, _none=type(None), _ellipsis=type(Ellipsis), _hex=int.__format__,  # noqa: B008 - bound at import, before any answer runs
            _fhex=float.hex, _bhex=bytes.hex, _len=len) -> bytes:
     """The value's tree as JSON bytes. Never raises: a value that is not plain,
     too large or too deep becomes an ["x", ...] node."""

@@ -11,7 +11,7 @@ import os
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
 
-_CONFIG = []  # the config the plugin was set up with (one pytest session per process)
+_CONFIG: list = []  # the config the plugin was set up with (one pytest session per process)
 
 
 def pytest_addoption(parser):
@@ -46,7 +46,8 @@ def pytest_unconfigure(config):
         return
     capture, out = state
     capture.stop()
-    capture.write(out, {"runner": "pytest", "testsRun": getattr(config, "_execverify_tests", 0), "testFailures": getattr(config, "_execverify_failures", 0)})
+    capture.write(out, {"runner": "pytest", "testsRun": getattr(config, "_execverify_tests", 0),
+                        "testFailures": getattr(config, "_execverify_failures", 0)})
 
 
 def pytest_runtest_logreport(report):

@@ -35,9 +35,9 @@ try:  # inside the package
     from . import judge as _judge
 except ImportError:  # loaded by file path (verl, OpenRLHF): make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from execverify import answers as _answers  # type: ignore[no-redef]
-    from execverify import expr_eval as _expr_eval  # type: ignore[no-redef]
-    from execverify import judge as _judge  # type: ignore[no-redef]
+    from execverify import answers as _answers
+    from execverify import expr_eval as _expr_eval
+    from execverify import judge as _judge
 
 TRUTH_SCHEMA = "execverify.truth/1"
 IO_KINDS = ("output", "input")
@@ -57,7 +57,7 @@ def load_truth(ground_truth: Any) -> Dict[str, Any]:
         try:
             ground_truth = json.loads(ground_truth)
         except ValueError as exc:
-            raise TruthError("ground truth is not JSON: %s" % exc)
+            raise TruthError("ground truth is not JSON: %s" % exc) from None
     if not isinstance(ground_truth, dict):
         raise TruthError("ground truth must be a JSON object")
     if ground_truth.get("schema") != TRUTH_SCHEMA:
@@ -228,7 +228,7 @@ def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence
         responses.append(q[len(p):] if p and q.startswith(p) else q)
     rewards = [float(s["reward"]) for s in score_batch(list(labels), responses)]
     try:
-        import torch  # type: ignore
+        import torch
 
         return torch.tensor(rewards, dtype=torch.float32)
     except ImportError:

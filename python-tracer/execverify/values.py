@@ -128,8 +128,8 @@ class Encoder:
         self.child_repr_chars = min(child_repr_chars, repr_chars)
         self.child_depth = child_depth
         self.repr_timeout = repr_timeout
-        self._type_json = {}
-        self._child_cache = {int: {}, str: {}, bytes: {}}
+        self._type_json: dict = {}
+        self._child_cache: dict = {int: {}, str: {}, bytes: {}}
         self._in_guard = False
         self.reprs_failed = 0
 
@@ -518,14 +518,14 @@ class Encoder:
             names = [k for k in d if type(k) is str]
         else:
             d = None
-        slots = []
+        slots: list = []
         for klass in type(v).__mro__:
             s = klass.__dict__.get("__slots__")
             if isinstance(s, str):
                 s = (s,)
             if s:
                 slots.extend(x for x in s if x not in ("__dict__", "__weakref__"))
-        out = []
+        out: list = []
         k = self.container_items
         for name in names + slots:
             if len(out) >= k:
@@ -643,7 +643,7 @@ class Fingerprints:
         self.prefix = max(encoder.container_items, encoder.repr_chars // 2 + 2)
         self.attrs = encoder.container_items
         self.max_depth = max_depth
-        self._plain = {}  # type -> whether its instances encode by type alone
+        self._plain: dict = {}  # type -> whether its instances encode by type alone
 
     def make(self, v, depth: int = 0):
         """A fingerprint for v: True when v's encoding cannot change while v

@@ -61,6 +61,7 @@ class WorkerClient(object):
             self.proc = None
             self._start()
         proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         self.next_id += 1
         rid = self.next_id
         line = dumps(dict(params, id=rid, op=op)).encode() + b"\n"
@@ -97,7 +98,8 @@ class WorkerClient(object):
         if proc is None or self.pid != os.getpid():
             return
         try:
-            proc.stdin.close()  # the worker's loop ends at EOF
+            if proc.stdin is not None:
+                proc.stdin.close()  # the worker's loop ends at EOF
         except OSError:
             pass
         try:
@@ -106,7 +108,8 @@ class WorkerClient(object):
             proc.kill()
             proc.wait()
         try:
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
         except OSError:
             pass
 
