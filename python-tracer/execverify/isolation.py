@@ -176,9 +176,20 @@ def status() -> dict:
     return dict(_status)
 
 
+def label() -> str:
+    """How the jobs of this process are isolated, as traces record it:
+    "bubblewrap+seccomp", "seccomp" (no namespaces: not isolated from the
+    machine's files and network), or "none"."""
+    from . import seccomp  # ctypes: the worker imports it anyway
+    if not seccomp.available():
+        return "none"
+    return "bubblewrap+seccomp" if inside() else "seccomp"
+
+
 def inside() -> bool:
-    """This process runs inside the sandbox."""
-    return bool(os.environ.get(_MARK))
+    """This process runs inside the sandbox (as it started: the worker
+    later gives its environment, the mark included, to its jobs)."""
+    return _status["mechanism"] == "bubblewrap" if _status is not None else bool(os.environ.get(_MARK))
 
 
 def enter(python_args, writable=()) -> None:

@@ -25,7 +25,7 @@ from types import CodeType as _CodeType
 
 from opcode import opmap as _opmap
 
-from . import jsonc, sandbox
+from . import isolation, jsonc, sandbox
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
 from .sandbox import frame as _frame
@@ -370,8 +370,8 @@ class Recorder:
 
 def _head_text(backend: str, entry_text: str, files: list) -> str:
     """A trace's JSON text up to its steps: `{"schema":...,"steps":[`."""
-    return '%s%s"},"entry":%s,"files":[%s],"steps":[' % (
-        _HEAD_START, backend, entry_text,
+    return '%s%s","isolation":"%s"},"entry":%s,"files":[%s],"steps":[' % (
+        _HEAD_START, backend, isolation.label(), entry_text,
         ",".join(['{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in files]))
 
 

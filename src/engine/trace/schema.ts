@@ -147,6 +147,12 @@ export const TraceShapeSchema = z.object({
     implementation: z.string(),
     /** Which hook recorded the run; the decoded trace is the same either way. */
     backend: z.enum(['monitoring', 'settrace']),
+    /**
+     * How the run was isolated (docs/security.md): the OS sandbox and the
+     * job's seccomp filter, the filter alone, or nothing. Absent in traces
+     * written before it was recorded.
+     */
+    isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
   }),
   entry: EntrySchema,
   files: z.array(TraceFileSchema).min(1),

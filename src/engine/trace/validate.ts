@@ -100,6 +100,7 @@ function envelopeLooksValid(raw: unknown): boolean {
     const py = raw.python;
     if (!isObj(py) || typeof py.version !== 'string' || typeof py.implementation !== 'string') return false;
     if (py.backend !== 'monitoring' && py.backend !== 'settrace') return false;
+    if (py.isolation !== undefined && py.isolation !== 'bubblewrap+seccomp' && py.isolation !== 'seccomp' && py.isolation !== 'none') return false;
     const e = raw.entry;
     if (!isObj(e)) return false;
     if (e.kind === 'call') str(e, 'expr', 'entry');
