@@ -15,6 +15,7 @@ what it recorded up to the last chunk.
 """
 from __future__ import annotations
 
+import _thread
 import builtins
 import os
 import sys
@@ -63,6 +64,7 @@ _SMALL_INT = 10 ** 18
 _KEYS = {}  # local name -> its JSON key prefix
 _settrace = sys.settrace  # ours; traced code gets a guarded one (see _guard_settrace)
 _gettrace = sys.gettrace
+_get_ident = _thread.get_ident
 _HAS_MONITORING = hasattr(sys, "monitoring")
 _ident = object.__hash__  # id() without its audit event (see values._ident)
 
@@ -515,6 +517,7 @@ class MonitoringBackend:
         t = self.tool = m.DEBUGGER_ID
         self.rec = None
         self.active = False
+        self.thread = _get_ident()
         self.local_set = set()
         self.local_events = E.PY_RESUME | E.PY_RETURN | E.PY_YIELD | E.LINE | E.JUMP | E.STOP_ITERATION
         m.use_tool_id(t, "execverify")
@@ -526,6 +529,9 @@ class MonitoringBackend:
         m.set_events(t, E.PY_START | E.PY_THROW | E.PY_UNWIND | E.RAISE)
 
     def start(self):
+        # Events of every thread reach sys.monitoring's callbacks; only the
+        # thread that runs the entry is traced, as settrace traces it alone.
+        self.thread = _get_ident()
         for code in self.rec.preload_codes:
             self._instrument(code)
         self.active = True
@@ -587,6 +593,8 @@ class MonitoringBackend:
         SettraceBackend._fail(self, e)
 
     def _start(self, code, offset):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             ci = self.rec.codes.get(code) or self.rec.info(code)
             if not ci.traced:
@@ -600,6 +608,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _resume(self, code, offset):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             ci = self.rec.codes.get(code)
             if ci is None or not ci.traced:
@@ -611,6 +621,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _throw(self, code, offset, exc):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         if not self.active:
             return
         try:
@@ -633,6 +645,8 @@ class MonitoringBackend:
         self.rec.on_return(frame, fs, ci, value, yielded, unwound)
 
     def _return(self, code, offset, value):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             self._finish(code, value, False, False)
         except _Stop:
@@ -641,6 +655,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _yield(self, code, offset, value):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             self._finish(code, value, True, False)
         except _Stop:
@@ -649,6 +665,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _unwind(self, code, offset, exc):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         if not self.active:
             return
         try:
@@ -659,6 +677,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _raise(self, code, offset, exc):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         if not self.active:
             return
         try:
@@ -675,6 +695,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _line(self, code, line):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             rec = self.rec
             st = rec.stack
@@ -693,6 +715,8 @@ class MonitoringBackend:
             self._fail(e)
 
     def _jump(self, code, src, dest):
+        if _get_ident() != self.thread:
+            return None  # another thread: not traced (as on settrace)
         try:
             if dest > src:
                 return self.mon.DISABLE

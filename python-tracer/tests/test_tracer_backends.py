@@ -86,6 +86,21 @@ class SameTraceEitherWay(unittest.TestCase):
                 self.assertEqual(t["python"]["backend"], job["backend"])
                 self.assertEqual(comparable(t), comparable(alone(job, "settrace")))
 
+    def test_only_the_entry_thread_is_traced_by_either_backend(self):
+        # sys.monitoring sees every thread, settrace only the one it was set
+        # in: both record the thread that runs the entry, and the same steps.
+        src = ("import threading\ndef work(out, n):\n    for i in range(n):\n        out.append(i * i)\n"
+               "def f(n):\n    out = []\n    t = threading.Thread(target=work, args=(out, n))\n"
+               "    t.start()\n    t.join()\n    return out\n")
+        s = run(src, "f(3)", backend="settrace")
+        self.assertEqual(s["outcome"]["value"]["repr"], "[0, 1, 4]")
+        self.assertEqual({st["fn"] for st in s["steps"]}, {"f"})
+        if HAS_MONITORING:  # (the Thread object's repr holds its native id: not compared)
+            m = run(src, "f(3)", backend="monitoring")
+            self.assertEqual(m["outcome"], s["outcome"])
+            self.assertEqual([(x["event"], x["fn"], x["line"]) for x in m["steps"]],
+                             [(x["event"], x["fn"], x["line"]) for x in s["steps"]])
+
     def test_cruxeval_sample(self):
         if not HAS_MONITORING:
             self.assertEqual(tracer.default_backend(), "settrace")
