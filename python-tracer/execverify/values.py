@@ -97,12 +97,27 @@ class _Sink:
 _SINK = _Sink()
 
 
+# type's own getters: a metaclass can override or break `cls.__module__`
+# (a property that raises, a __getattribute__), never these.
+_TYPE_MODULE = type.__dict__["__module__"].__get__
+_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+
+
 def type_name(t) -> str:
     """`type(v).__name__` for builtins, `module.Qualname` otherwise."""
-    mod = getattr(t, "__module__", None)
-    if mod == "builtins" or not isinstance(mod, str):
-        return t.__name__
-    return mod + "." + getattr(t, "__qualname__", t.__name__)
+    name = _TYPE_NAME(t)
+    try:
+        mod = _TYPE_MODULE(t)
+    except Exception:  # noqa: B902 - a class body can set __module__ to anything
+        mod = None
+    if type(mod) is not str or mod == "builtins":
+        return name
+    try:
+        q = _TYPE_QUALNAME(t)
+    except Exception:  # noqa: B902
+        q = name
+    return mod + "." + (q if type(q) is str else name)
 
 
 def _int_digits(v: int) -> int:

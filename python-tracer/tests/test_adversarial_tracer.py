@@ -542,3 +542,35 @@ class HarvestedTestsRunSandboxed(unittest.TestCase):
             shutil.rmtree(outdir, ignore_errors=True)
             if os.path.exists(home_marker):
                 os.unlink(home_marker)
+
+
+class HostileTypes(unittest.TestCase):
+    """A class whose metaclass breaks `__module__` / `__qualname__` (a
+    property that raises, a __getattribute__ that lies) is named from the
+    type object itself, like any hostile repr: the run is traced."""
+
+    def test_a_metaclass_that_raises_on_its_names(self):
+        from execverify import tracer
+        src = textwrap.dedent("""
+            class Meta(type):
+                def __getattribute__(cls, name):
+                    if name in ('__module__', '__qualname__', '__name__'):
+                        raise RuntimeError('no ' + name)
+                    return type.__getattribute__(cls, name)
+            class M2(type):
+                @property
+                def __module__(cls):
+                    raise RuntimeError('x')
+            class A(metaclass=Meta):
+                pass
+            class B(metaclass=M2):
+                pass
+            def f():
+                a, b = A(), B()
+                return a
+            """)
+        t = tracer.trace({"source": src, "path": "prog.py", "entry": {"kind": "call", "expr": "f()"}})
+        self.assertEqual(t["outcome"]["kind"], "returned", t["outcome"])
+        self.assertEqual(t["outcome"]["value"]["type"], "prog.A")
+        last = [s["set"] for s in t["steps"] if s.get("set")][-1]
+        self.assertEqual((last["a"]["type"], last["b"]["type"]), ("prog.A", "prog.B"))
