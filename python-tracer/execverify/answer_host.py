@@ -22,6 +22,7 @@ Wire (stdin → host, stdout ← host; big-endian):
 """
 from __future__ import annotations
 
+import gc
 import os
 import select
 import struct
@@ -214,6 +215,13 @@ def main() -> int:
     paths = loads(line)
     if isinstance(paths, list):
         sys.path[:] = [str(p) for p in paths]
+    # As the worker does: the children's environment and seccomp filters made
+    # once here, not in each child; what is loaded so far kept out of the
+    # collector's reach, so a child copies fewer pages.
+    sandbox.prepare_worker()
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
     proto = os.dup(1)
     os.dup2(2, 1)  # a stray print must not land in the replies
     return serve(0, proto)
