@@ -1,6 +1,10 @@
-// Lint: typescript-eslint's recommended rules plus the one architectural rule
-// that matters most here: the engine, the adapter and the CLI never import vscode.
+// Lint: typescript-eslint's recommended rules plus the architectural rules
+// that matter most here: the engine, the adapter and the CLI never import
+// vscode, and the engine imports nothing of the server, the adapter, the
+// extension or the CLI (they import it).
 import tseslint from 'typescript-eslint';
+
+const VSCODE = { name: 'vscode', message: 'Only src/extension may import vscode.' };
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'media/**', '.e2e/**', 'out/**'] },
@@ -13,7 +17,24 @@ export default tseslint.config(
   {
     files: ['src/engine/**', 'src/adapter/**', 'src/cli/**', 'src/server/**'],
     rules: {
-      'no-restricted-imports': ['error', { paths: [{ name: 'vscode', message: 'Only src/extension may import vscode.' }] }],
+      'no-restricted-imports': ['error', { paths: [VSCODE] }],
+    },
+  },
+  {
+    files: ['src/engine/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [VSCODE],
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(server|adapter|extension|cli)(/|$)',
+              message: 'The engine is a library: src/server, src/adapter, src/extension and src/cli import it, never the other way round.',
+            },
+          ],
+        },
+      ],
     },
   },
 );

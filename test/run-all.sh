@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every suite and prints one closing line "N passed, N failed".
-# Suites: type check + lint, node tests (unit, adapter, server, cli), the
+# Suites: type check + lint + import cycles, node tests (unit, adapter, server, cli), the
 # Python tracer tests on every installed Python 3.8–3.13, the Python
 # integration tests (trainers, Parquet) in .venv, and the end-to-end suite in
 # a real VS Code (code-server) when test/e2e/run.sh exists.
@@ -14,6 +14,8 @@ log "typecheck"
 if npm run -s typecheck; then record typecheck 1 0; else record typecheck 0 1; fi
 log "lint"
 if npm run -s lint; then record lint 1 0; else record lint 0 1; fi
+log "import cycles"
+if npm run -s check:cycles; then record cycles 1 0; else record cycles 0 1; fi
 
 log "node tests"
 shopt -s globstar nullglob
