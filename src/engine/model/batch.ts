@@ -6,7 +6,7 @@
 // its line number and never stops the import.
 import { promises as fs } from 'node:fs';
 import { z } from 'zod';
-import type { CompletionRequest, Completion } from './client';
+import type { CompletionRequest, Completion } from './completion';
 import { EndpointConfigSchema, type EndpointConfig, type EndpointConfigInput, type Sampling } from './config';
 import { ModelError } from './errors';
 import { parseStructured } from './structured';

@@ -20,6 +20,7 @@ import { z } from 'zod';
 import { Accounting, type RunStats } from './accounting';
 import type { BatchImport, BatchItem } from './batch';
 import { cacheKey, type CacheEntry, type ResponseCache } from './cache';
+import type { Completion, CompletionRequest, StreamEvent } from './completion';
 import {
   describeEndpoint,
   endpointKey,
@@ -33,51 +34,12 @@ import {
 import { ModelError } from './errors';
 import { toJsonSchema } from './json-schema';
 import { ConcurrencyLimiter } from './limiter';
-import type { Prompt } from './prompt';
 import { backoffDelay, parseRetryAfter, sleep as realSleep } from './retry';
 import { parseStructured } from './structured';
 import { createTransport, ResponseTooLargeError, TransportTimeoutError, type Transport } from './transport';
 import { buildRequestBody, ChatChunkSchema, parseCompletionResponse, TextChunkSchema, type RawResult } from './wire';
 
-/** Ask for output that matches a zod schema (JSON-schema response format where the server has it). */
-export interface OutputSchema<S extends z.ZodTypeAny = z.ZodTypeAny> {
-  name: string;
-  schema: S;
-}
-
-export interface CompletionRequest<S extends z.ZodTypeAny = z.ZodTypeAny> {
-  prompt: Prompt;
-  /** Samples wanted (k); defaults to the endpoint's n. */
-  samples?: number;
-  /** Overrides of the endpoint's sampling parameters for this call. */
-  sampling?: Sampling;
-  output?: OutputSchema<S>;
-  /** The prompt template's name@version: part of the cache key. */
-  templateVersion?: string;
-  /** false: neither read nor write the cache for this call. */
-  cache?: boolean;
-  signal?: AbortSignal;
-}
-
-export interface Sample<T = unknown> {
-  text: string;
-  finishReason: string | null;
-  /** With `output`: the validated value, or why the text did not yield one. */
-  parsed?: { ok: true; value: T } | { ok: false; error: string };
-}
-
-export interface Completion<T = unknown> {
-  samples: Sample<T>[];
-  usage: { promptTokens: number; completionTokens: number };
-  /** Whether the server produced the text under a JSON-schema response format. */
-  structured: 'json_schema' | 'text';
-  cached: boolean;
-  model: string;
-}
-
-export type StreamEvent<T = unknown> =
-  | { type: 'delta'; sample: number; text: string }
-  | { type: 'done'; completion: Completion<T> };
+export type { Completion, CompletionRequest, OutputSchema, Sample, StreamEvent } from './completion';
 
 export interface ClientDeps {
   /** The response cache; none by default (the CLI passes a DiskCache). */

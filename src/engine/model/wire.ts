@@ -2,7 +2,7 @@
 // CompletionRequest, and zod schemas for what comes back (online responses,
 // stream chunks, batch result lines). Shared by the client and batch files.
 import { z } from 'zod';
-import type { CompletionRequest } from './client';
+import type { CompletionRequest } from './completion';
 import type { ApiMode, EndpointConfig, Sampling } from './config';
 import { ModelError } from './errors';
 import { toJsonSchema } from './json-schema';
