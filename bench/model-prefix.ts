@@ -5,9 +5,9 @@
 // from ../shared/benchmarks (relative to the repository root).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { prepareAsk } from '../src/engine/ask';
 import { loadTemplates, renderPrompts } from '../src/engine/model/templates';
 import { asText } from '../src/engine/model/prompt';
-import { generateQuestions } from '../src/engine/questions/generate';
 import { TracerPool } from '../src/engine/trace/runner';
 
 const DATA = path.resolve(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
@@ -39,17 +39,10 @@ export async function measurePrefixSharing(share: Share): Promise<void> {
         continue;
       }
       for (const template of templates) {
-        const kinds = new Set(template.kinds);
-        const questions = generateQuestions(trace, {
-          output: kinds.has('output'),
-          input: kinds.has('input') && !kinds.has('output'),
-          maxNextLine: kinds.has('next_line') ? 5 : 0,
-          maxState: kinds.has('state') ? 5 : 0,
-          maxStateAny: kinds.has('state_any') ? 2 : 0,
-          maxCoverage: kinds.has('coverage') ? 2 : 0,
-        });
-        const { prompts } = renderPrompts(template, questions, { code: row.code, call });
+        // The prompts the editor, `execverify ask` and a harvest send for this call (engine/ask).
+        const { prompts } = prepareAsk(trace, template, { kind: 'call' });
         if (prompts.length === 0) continue;
+        const questions = prompts.flatMap((p) => p.questions);
         const t = totals.get(template.name) ?? { calls: 0, prompts: 0, tokens: 0, shared: 0, questionsPerCall: 0 };
         let s;
         if (prompts.length > 1) {
@@ -68,7 +61,7 @@ export async function measurePrefixSharing(share: Share): Promise<void> {
         t.prompts += s.prompts;
         t.tokens += s.tokens;
         t.shared += s.commonPrefix * s.prompts;
-        t.questionsPerCall += questions.filter((q) => kinds.has(q.kind)).length;
+        t.questionsPerCall += questions.length;
         totals.set(template.name, t);
       }
     }

@@ -1,70 +1,74 @@
-// Asking and judging: the next-step questions at one step of a run (the JSON
-// next-step prompt) and the mixed prompt for a whole call (ExecVerify by
-// default), answered by the model or the baseline and scored by the one judge.
-import { performance } from 'node:perf_hooks';
-import { JudgeProtocolError } from '../engine/judge/client';
-import type { Reward, Verdict } from '../engine/judge/truth';
-import { baselineQuestion, type BaselineQuestion, type Provider, type ProviderReply } from '../engine/model';
-import { parseNextStep } from '../engine/model/answers';
+// Asking and judging for the editor: LSP glue over the engine's one road
+// (src/engine/ask) — the next-step questions at one step of a run and the
+// mixed prompt for a whole call, answered by the model or the baseline and
+// scored by the one judge; engine failures become EngineErrors that say what to do.
+import { AskError, answerPrompt, judgeAnswers, parseReply, prepareAsk, rewardResponses, type AskPrompt, type AskTarget, type PreparedAsk } from '../engine/ask';
+import { JudgeProtocolError, type JudgeClient } from '../engine/judge/client';
+import type { Verdict } from '../engine/judge/truth';
+import { isModelError, type Provider } from '../engine/model';
 import { asMessages } from '../engine/model/prompt';
-import { BUILTIN_TEMPLATES, renderPrompts, type RenderedPrompt, type Template } from '../engine/model/templates';
-import { generateQuestions, nextStepQuestions, referenceAnswer, seedFrom, toGroundTruth, type Question } from '../engine/questions';
-import { decodeTrace, type DecodedTrace } from '../engine/trace/decode';
+import { BUILTIN_TEMPLATES, type Template } from '../engine/model/templates';
+import type { Question } from '../engine/questions';
 import type { Trace } from '../engine/trace/schema';
-import { EngineError, type CallVerificationResult, type ModelAccess, type StepJudgement, type StepPredictionResult } from './engine';
-import { fromModelError, type LiveEngine } from './live-engine';
+import { EngineError, type CallVerificationResult, type ModelAccess, type StepJudgement, type StepPredictionResult, type VerificationSample } from './engine';
 import type { QuestionVerdict, Settings, ShownValue } from './protocol';
 
-/** What a prediction keeps for its judging later: the questions and the answer per question. */
-interface StepDetail {
-  questions: Question[];
-  answers: (string | null)[];
+/** What asking needs from the live engine: who answers, and the judge. */
+export interface Answering {
+  answerer(access: ModelAccess): { provider: Provider; note: string | undefined };
+  judge(settings: Settings): JudgeClient;
 }
 
-/** What a verification keeps for the sample store. */
-export interface VerificationSample {
-  questions: Question[];
-  format: RenderedPrompt['format'];
-  template: string;
-  messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
-  answerText: string;
-  answerer: string;
-  reward: Reward;
-}
-
-const decodedCache = new WeakMap<Trace, DecodedTrace>();
-function decoded(trace: Trace): DecodedTrace {
-  let d = decodedCache.get(trace);
-  if (!d) {
-    d = decodeTrace(trace);
-    decodedCache.set(trace, d);
+/** Model failures: an endpoint that is down or refuses says so, with the setting to check. */
+export function fromModelError(e: unknown, settings: Settings): EngineError {
+  if (e instanceof EngineError) return e;
+  if (isModelError(e)) {
+    if (e.code === 'aborted') return new EngineError('cancelled', 'cancelled');
+    return new EngineError('endpoint_down', `The model endpoint ${settings.baseUrl} failed (${e.code}): ${e.message}`);
   }
-  return d;
+  return new EngineError('internal', e instanceof Error ? e.message : String(e));
 }
 
-function template(name: string): Template {
+function judgeFailure(e: unknown, signal: AbortSignal): EngineError {
+  if (signal.aborted) return new EngineError('cancelled', 'cancelled');
+  return new EngineError('internal', e instanceof JudgeProtocolError ? e.message : `The judge failed: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+export function template(name: string): Template {
   const t = BUILTIN_TEMPLATES.find((x) => x.name === name);
   if (!t) throw new EngineError('bad_params', `Unknown template “${name}”. Use one of: ${BUILTIN_TEMPLATES.map((x) => x.name).join(', ')} (execverify.template).`);
   return t;
 }
 
-function site(q: Question): Parameters<typeof baselineQuestion>[1] {
-  if (q.kind === 'output' || q.kind === 'input') return { kind: q.kind };
-  return { kind: q.kind, frame: q.frame, line: q.line, k: 'k' in q ? q.k : undefined, var: 'var' in q ? q.var : undefined };
-}
-
-function entryCall(trace: Trace): string | undefined {
-  return trace.entry.kind === 'call' ? trace.entry.expr : undefined;
-}
-
-async function ask(provider: Provider, rendered: RenderedPrompt, baseline: BaselineQuestion[], signal: AbortSignal, settings: Settings): Promise<{ reply: ProviderReply; latencyMs: number }> {
-  const start = performance.now();
+function prepared(trace: Trace, t: Template, target: AskTarget, settings?: Settings): PreparedAsk {
   try {
-    const reply = await provider.answer({ prompt: rendered.prompt, format: rendered.format, questions: baseline, templateVersion: rendered.template, signal });
-    return { reply, latencyMs: performance.now() - start };
+    return prepareAsk(trace, t, target, settings ? { reward: { alpha: settings.alpha, gating: settings.gating } } : {});
   } catch (e) {
-    throw fromModelError(e, settings);
+    if (e instanceof AskError) throw new EngineError('bad_params', e.message);
+    throw e;
   }
+}
+
+/** The one prompt of a whole-call ask with the editor's template (Verify whole call, Add to dataset). */
+export function callPrompt(trace: Trace, settings: Settings, action: 'verify' | 'sample'): AskPrompt {
+  if (trace.entry.kind !== 'call') {
+    throw new EngineError(
+      'bad_params',
+      action === 'verify' ? 'Verify whole call needs a call entry such as f([1, 2]); this run is a script.' : 'Only call entries (such as f([1, 2])) can become samples; this run is a script.',
+    );
+  }
+  const t = template(settings.template);
+  const { prompts } = prepared(trace, t, { kind: 'call' }, settings);
+  if (prompts.length !== 1) {
+    if (action === 'sample') throw new EngineError('bad_params', `Template “${t.name}” cannot make one prompt for this run; use the execverify template.`);
+    throw new EngineError(
+      'bad_params',
+      prompts.length === 0
+        ? `Template “${t.name}” asks nothing about this run (no questions of its kinds). Try the execverify template.`
+        : `Template “${t.name}” asks one question per prompt; Verify whole call needs a mixed template such as execverify (execverify.template).`,
+    );
+  }
+  return prompts[0]!;
 }
 
 function shown(repr: string, type: string): ShownValue {
@@ -117,115 +121,75 @@ function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): 
   };
 }
 
-export async function predictStep(engine: LiveEngine, trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult> {
-  const d = decoded(trace);
-  const at = d.steps[step];
-  if (!at || at.event !== 'line') {
-    throw new EngineError('bad_params', `Step ${step} is a “${at?.event ?? 'missing'}” event, not a line: step to a line of code, then predict.`);
-  }
-  const questions = nextStepQuestions(trace, step, {}, d);
-  if (questions.length === 0) throw new EngineError('bad_params', `Nothing can be asked at step ${step}: the run ended (a limit?) before the next step was recorded.`);
-  const t = template('next-step');
-  const locals = Object.entries(d.locals(step))
-    .map(([name, v]) => `${name} = ${v.repr.length > 200 ? `${v.repr.slice(0, 200)}…` : v.repr}`)
-    .join(', ');
-  const k = questions.find((q) => q.kind === 'next_line' || q.kind === 'state');
-  const source = trace.files[at.file]?.source ?? '';
-  const { prompts } = renderPrompts(t, questions, {
-    code: source,
-    call: entryCall(trace),
-    stop: { line: at.line, lineText: (source.split('\n')[at.line - 1] ?? '').trim(), k: k && 'k' in k ? k.k : 1, locals: locals || '(none)' },
-  });
-  const rendered = prompts[0];
+export async function predictStep(engine: Answering, trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult> {
+  const rendered = prepared(trace, template('next-step'), { kind: 'step', step }).prompts[0];
   if (!rendered) throw new EngineError('internal', 'The next-step template asked nothing.');
   const { provider, note } = engine.answerer(access);
-  const baseline = rendered.questions.map((q) => baselineQuestion(d, site(q)));
-  const { reply, latencyMs } = await ask(provider, rendered, baseline, signal, access.settings);
-  const text = reply.samples[0]?.text ?? '';
-  const parsed = parseNextStep(text);
-  const problems: string[] = [];
-  if (!parsed.ok) problems.push(`The answer is not the JSON asked for (${parsed.error}); every question counts as wrong.`);
-  const answer = parsed.ok ? parsed.value : undefined;
-  const answers = rendered.questions.map((q) => {
-    if (!answer) return null;
-    if (q.kind === 'next_line') return String(answer.next_line);
-    if (q.kind !== 'state') return null;
-    const v = answer.variables.find((x) => x.name === q.var);
-    if (!v) {
-      problems.push(`No answer for ${q.var}.`);
-      return null;
-    }
-    return v.value === 'Nil' ? 'Nil' : `${v.value}; ${v.type}`;
-  });
+  let answered;
+  try {
+    answered = await answerPrompt(provider, rendered, { signal });
+  } catch (e) {
+    throw fromModelError(e, access.settings);
+  }
+  const { reply, latencyMs } = answered;
+  const parsed = answered.samples[0]?.parsed ?? parseReply(rendered, '');
   // Keyed by program names: `__proto__` or `constructor` must be plain keys (no prototype to reach).
   const values = Object.create(null) as Record<string, ShownValue>;
-  for (const v of answer?.variables ?? []) values[v.name] = shown(v.value, v.type);
-  const detail: StepDetail = { questions: rendered.questions, answers };
+  for (const v of parsed.nextStep?.variables ?? []) values[v.name] = shown(v.value, v.type);
   return {
-    nextLine: answer ? answer.next_line : null,
+    nextLine: parsed.nextStep ? parsed.nextStep.next_line : null,
     values,
     answerer: { kind: provider.info.kind, name: provider.info.label, ...(note ? { note } : {}) },
     usage: { latencyMs, promptTokens: reply.usage.promptTokens, completionTokens: reply.usage.completionTokens },
-    problems,
-    detail,
+    problems: parsed.problems,
+    detail: { prompt: rendered, answers: parsed.answers },
   };
 }
 
-export async function judgeStep(engine: LiveEngine, _trace: Trace, _step: number, prediction: StepPredictionResult, signal: AbortSignal, settings: Settings): Promise<StepJudgement> {
-  const detail = prediction.detail as StepDetail | undefined;
+export async function judgeStep(engine: Answering, _trace: Trace, _step: number, prediction: StepPredictionResult, signal: AbortSignal, settings: Settings): Promise<StepJudgement> {
+  const detail = prediction.detail;
   if (!detail) throw new EngineError('internal', 'This prediction has nothing to judge.');
   let verdicts: Verdict[];
   try {
-    verdicts = await engine
-      .judge(settings)
-      .judgeBatch(detail.questions.map((q, i) => ({ kind: q.kind, answer: detail.answers[i], truth: q.truth })), { next_line_match: 'number' }, signal);
+    verdicts = await judgeAnswers(engine.judge(settings), detail.prompt, detail.answers, signal);
   } catch (e) {
-    if (signal.aborted) throw new EngineError('cancelled', 'cancelled');
-    throw new EngineError('internal', e instanceof JudgeProtocolError ? e.message : `The judge failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw judgeFailure(e, signal);
   }
-  const next = detail.questions.find((q) => q.kind === 'next_line');
+  const questions = detail.prompt.questions;
+  const next = questions.find((q) => q.kind === 'next_line');
   const actualValues = Object.create(null) as Record<string, ShownValue>;
-  for (const q of detail.questions) {
+  for (const q of questions) {
     if (q.kind === 'state') actualValues[q.var] = 'nil' in q.truth ? shown('Nil', 'Nil') : shown(q.truth.repr, q.truth.type);
   }
   return {
     actualNextLine: next && next.kind === 'next_line' ? next.truth.line : -1,
     actualValues,
-    questions: detail.questions.map((q, i) => verdictOf(q, detail.answers[i], verdicts[i]!)),
+    questions: questions.map((q, i) => verdictOf(q, detail.answers[i], verdicts[i]!)),
   };
 }
 
-export async function verifyCall(engine: LiveEngine, trace: Trace, access: ModelAccess, signal: AbortSignal): Promise<CallVerificationResult> {
+export async function verifyCall(engine: Answering, trace: Trace, access: ModelAccess, signal: AbortSignal): Promise<CallVerificationResult> {
   const s = access.settings;
-  const call = entryCall(trace);
-  if (!call) throw new EngineError('bad_params', 'Verify whole call needs a call entry such as f([1, 2]); this run is a script.');
-  const t = template(s.template);
-  const questions = generateQuestions(trace, { seed: seedFrom(call), textMatchedNextLine: t.format === 'execverify' });
-  const source = trace.files[0]?.source ?? '';
-  const { prompts } = renderPrompts(t, questions, { code: source, call });
-  if (prompts.length !== 1) {
-    throw new EngineError(
-      'bad_params',
-      prompts.length === 0
-        ? `Template “${t.name}” asks nothing about this run (no questions of its kinds). Try the execverify template.`
-        : `Template “${t.name}” asks one question per prompt; Verify whole call needs a mixed template such as execverify (execverify.template).`,
-    );
-  }
-  const rendered = prompts[0]!;
-  const d = decoded(trace);
+  const rendered = callPrompt(trace, s, 'verify');
   const { provider, note } = engine.answerer(access);
-  const { reply, latencyMs } = await ask(provider, rendered, rendered.questions.map((q) => baselineQuestion(d, site(q))), signal, s);
-  const text = reply.samples[0]?.text ?? '';
-  const truth = toGroundTruth(rendered.questions, rendered.format, { reward: { alpha: s.alpha, gating: s.gating } });
-  let reward: Reward;
+  let answered;
   try {
-    reward = await engine.judge(s).reward(truth, text, { reward: { alpha: s.alpha, gating: s.gating } }, signal);
+    answered = await answerPrompt(provider, rendered, { signal });
+  } catch (e) {
+    throw fromModelError(e, s);
+  }
+  const { reply, latencyMs } = answered;
+  const text = answered.samples[0]?.text ?? '';
+  let reward;
+  try {
+    [reward] = await rewardResponses(engine.judge(s), rendered, [text], { alpha: s.alpha, gating: s.gating }, signal);
   } catch (e) {
     if (signal.aborted) throw new EngineError('cancelled', 'cancelled');
     throw new EngineError('internal', `The judge failed: ${e instanceof Error ? e.message : String(e)}`);
   }
+  if (!reward) throw new EngineError('internal', 'The judge returned no reward.');
   const byId = new Map(rendered.questions.map((q) => [q.id, q] as const));
-  const verdicts = reward.breakdown.flatMap((b) => {
+  const questions = reward.breakdown.flatMap((b) => {
     const q = byId.get(b.id);
     return q ? [verdictOf(q, b.answer, b.verdict)] : [];
   });
@@ -243,23 +207,11 @@ export async function verifyCall(engine: LiveEngine, trace: Trace, access: Model
   };
   return {
     template: rendered.template,
-    questions: verdicts,
+    questions,
     rewards: { rIO: reward.r_io ?? 0, rWhite: reward.r_white ?? 0, r: reward.reward, alpha: reward.alpha ?? s.alpha, gated: reward.gated !== null && reward.gated !== undefined },
     answerer: { kind: provider.info.kind, name: provider.info.label, ...(note ? { note } : {}) },
     usage: { latencyMs, promptTokens: reply.usage.promptTokens, completionTokens: reply.usage.completionTokens },
     problems,
     sample,
   };
-}
-
-/** Questions, prompt and reference for a run saved without a verification (no model answers). */
-export function unansweredSample(trace: Trace, templateName: string): Omit<VerificationSample, 'answerText' | 'answerer' | 'reward'> & { reference: string } {
-  const call = entryCall(trace);
-  if (!call) throw new EngineError('bad_params', 'Only call entries (such as f([1, 2])) can become samples; this run is a script.');
-  const t = template(templateName);
-  const questions = generateQuestions(trace, { seed: seedFrom(call), textMatchedNextLine: t.format === 'execverify' });
-  const { prompts } = renderPrompts(t, questions, { code: trace.files[0]?.source ?? '', call });
-  const rendered = prompts[0];
-  if (!rendered || prompts.length !== 1) throw new EngineError('bad_params', `Template “${t.name}” cannot make one prompt for this run; use the execverify template.`);
-  return { questions: rendered.questions, format: rendered.format, template: rendered.template, messages: asMessages(rendered.prompt), reference: referenceAnswer(rendered.questions, rendered.format) };
 }

@@ -2,6 +2,10 @@
 // question generator, the model client, the judge and the sample store, so the
 // server's behaviour (caching, inline results, progress, cancellation, errors)
 // is testable with a scripted engine and runs unchanged on the real one.
+import type { AskPrompt } from '../engine/ask';
+import type { Reward } from '../engine/judge/truth';
+import type { ChatMessage } from '../engine/model/prompt';
+import type { Question } from '../engine/questions/schema';
 import type { Entry, Limits, Trace } from '../engine/trace/schema';
 import type {
   Answerer,
@@ -37,6 +41,23 @@ export interface TraceRequest {
   settings: Settings;
 }
 
+/** What a prediction keeps for its judging later: the prompt asked and the parsed answer per question. */
+export interface StepAsked {
+  prompt: AskPrompt;
+  answers: (string | null)[];
+}
+
+/** What a whole-call verification keeps for the sample store. */
+export interface VerificationSample {
+  questions: Question[];
+  format: AskPrompt['format'];
+  template: string;
+  messages: ChatMessage[];
+  answerText: string;
+  answerer: string;
+  reward: Reward;
+}
+
 export interface StepPredictionResult {
   nextLine: number | null;
   values: Record<string, ShownValue>;
@@ -44,7 +65,7 @@ export interface StepPredictionResult {
   usage: Usage;
   problems: string[];
   /** The engine's own record of what was asked and answered, kept for judging later. */
-  detail?: unknown;
+  detail?: StepAsked;
 }
 
 export interface StepJudgement {
@@ -60,8 +81,8 @@ export interface CallVerificationResult {
   answerer: Answerer;
   usage: Usage;
   problems: string[];
-  /** Opaque material the sample store needs to write the record (questions, prompt, answers). */
-  sample: unknown;
+  /** What the sample store needs to write the record (questions, prompt, answers). */
+  sample: VerificationSample;
 }
 
 export interface SampleInput {

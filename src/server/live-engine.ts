@@ -6,14 +6,14 @@ import * as path from 'node:path';
 import { readStore, SampleStore } from '../engine/dataset/store';
 import { exportRecords } from '../engine/dataset/exporters';
 import { JudgeClient } from '../engine/judge/client';
-import { BaselineProvider, ModelProvider, isModelError, type Provider } from '../engine/model';
+import { BaselineProvider, ModelProvider, type Provider } from '../engine/model';
 import { resolvePython } from '../engine/python';
 import { TracerError, TracerPool } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
 import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
 import { buildSample } from './samples';
-import { predictStep, judgeStep, verifyCall } from './asking';
+import { predictStep, judgeStep, verifyCall, type Answering } from './asking';
 
 export interface LiveEngineOptions {
   log: (line: string) => void;
@@ -37,17 +37,7 @@ export function fromTracerError(e: unknown): EngineError {
   }
 }
 
-/** Model failures: an endpoint that is down or refuses says so, with the setting to check. */
-export function fromModelError(e: unknown, settings: Settings): EngineError {
-  if (e instanceof EngineError) return e;
-  if (isModelError(e)) {
-    if (e.code === 'aborted') return new EngineError('cancelled', 'cancelled');
-    return new EngineError('endpoint_down', `The model endpoint ${settings.baseUrl} failed (${e.code}): ${e.message}`);
-  }
-  return new EngineError('internal', e instanceof Error ? e.message : String(e));
-}
-
-export class LiveEngine implements Engine {
+export class LiveEngine implements Engine, Answering {
   private pool: TracerPool | undefined;
   private poolPython: string | undefined;
   private provider: { key: string; provider: Provider } | undefined;

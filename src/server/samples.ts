@@ -7,9 +7,10 @@ import { scanCredentials } from '../engine/harvest/credentials';
 import { structuralDifficulty } from '../engine/harvest/difficulty';
 import { traceFrames } from '../engine/harvest/pipeline';
 import { groundTruthString } from '../engine/judge/truth';
+import { asMessages } from '../engine/model/prompt';
 import { referenceAnswer, toGroundTruth } from '../engine/questions';
-import { unansweredSample, type VerificationSample } from './asking';
-import { EngineError, type SampleInput as EditorSample } from './engine';
+import { callPrompt } from './asking';
+import { EngineError, type SampleInput as EditorSample, type VerificationSample } from './engine';
 import { findFunctions } from './functions';
 import { calledFunction } from './runs';
 
@@ -27,8 +28,8 @@ export function buildSample(input: EditorSample): SampleInput {
     throw new EngineError('bad_params', `Not added: the code or its values hold what looks like a credential (${[...new Set(found.map((f) => f.kind))].join(', ')}). Remove it and trace again.`);
   }
   const fn = calledFunction(input.entry) ?? '';
-  const verified = input.verification?.sample as VerificationSample | undefined;
-  const asked = verified ?? unansweredSample(trace, settings.template);
+  const verified: VerificationSample | undefined = input.verification?.sample;
+  const asked = verified ?? unanswered(trace, settings);
   const reward = { alpha: settings.alpha, gating: settings.gating };
   const root = input.root;
   const rel = root && input.file.startsWith(root) ? path.relative(root, input.file) : path.basename(input.file);
@@ -57,4 +58,10 @@ export function buildSample(input: EditorSample): SampleInput {
     difficulty: structuralDifficulty(trace),
     frames: traceFrames(trace, 200),
   };
+}
+
+/** Questions and prompt for a run saved without a verification (no model answers). */
+function unanswered(trace: EditorSample['trace'], settings: EditorSample['settings']): Pick<VerificationSample, 'questions' | 'format' | 'messages'> {
+  const p = callPrompt(trace, settings, 'sample');
+  return { questions: p.questions, format: p.format, messages: asMessages(p.prompt) };
 }

@@ -108,8 +108,9 @@ test('a right prediction shows at once (marker on the predicted line, values bes
 test('a wrong prediction is revealed when the debugger steps on, with the real line and values', async () => {
   const { runId, rows } = await traced();
   const step = stepOf(rows, 4); // `if x % 2 == 0` with x = 1: false, back to the loop header
-  // Wrong about the branch and about `total`; right about the rest. Fenced, as chatty models write it.
-  const model = nextStepModel(5, { total: ['1', 'int'], xs: ['[1, 2, 4]', 'list'], x: ['1', 'int'] });
+  // Wrong about the branch and about `x`; right about the rest. Fenced, as chatty models write it.
+  // The unchanged variables asked (x and xs here) follow the engine's one seed policy (code + entry).
+  const model = nextStepModel(5, { total: ['0', 'int'], xs: ['[1, 2, 4]', 'list'], x: ['2', 'int'] });
   reply = (body) => ({ text: '```json\n' + model(body).text + '\n```' });
   const p = PredictionSchema.parse(await request('execverify/predict', { runId, step }));
   assert.equal(p.nextLine, 5);
@@ -118,7 +119,7 @@ test('a wrong prediction is revealed when the debugger steps on, with the real l
   assert.equal(verdict.ok, false);
   assert.equal(verdict.line, 4);
   assert.match(verdict.text, /✗ next line 3 \(predicted 5\)/);
-  assert.match(verdict.text, /✗ total = 0 \(predicted 1\)/);
+  assert.match(verdict.text, /✗ x = 1 \(predicted 2\)/);
   assert.match(verdict.text, /✓ xs = \[1, 2, 4\]/);
   const data = PanelDataSchema.parse(await request('execverify/panel', { runId }));
   const row = data.rows.find((r) => r.step === step)!;

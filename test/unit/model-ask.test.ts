@@ -6,11 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { questionOptions } from '../../src/cli/commands/ask';
 import { main } from '../../src/cli/main';
-import { loadTemplates, renderPrompts } from '../../src/engine/model/templates';
-import { generateQuestions } from '../../src/engine/questions/generate';
-import { referenceAnswer } from '../../src/engine/questions/truth';
+import { prepareAsk } from '../../src/engine/ask';
+import { loadTemplates } from '../../src/engine/model/templates';
 import { TracerPool } from '../../src/engine/trace/runner';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
 
@@ -65,8 +63,7 @@ test('a model that answers perfectly earns R = 2 on every prompt', async () => {
   const loaded = await loadTemplates(undefined);
   assert.ok(loaded.ok);
   const template = loaded.templates.get('execverify')!;
-  const { prompts } = renderPrompts(template, generateQuestions(trace, questionOptions(template, 0)), { code: SOURCE, call: ENTRY });
-  const perfect = referenceAnswer(prompts[0]!.questions, 'execverify');
+  const perfect = prepareAsk(trace, template, { kind: 'call' }).prompts[0]!.reference;
   server.setScript(() => ({ text: `Let me trace it.\n${perfect}` }));
   server.resetStats();
   const { code, stdout, stderr } = await run([file, '--entry', ENTRY, '--base-url', server.url, '--model', 'exec-model', '--samples', '2', '--no-cache']);

@@ -4,21 +4,20 @@
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, type CliIO, type Command } from '../command';
+import { askPrepared, prepareAsk } from '../../engine/ask';
 import { JudgeClient } from '../../engine/judge/client';
 import type { Reward } from '../../engine/judge/truth';
 import { formatRunStats } from '../../engine/model/accounting';
-import { answerRequest, BaselineProvider } from '../../engine/model/baseline';
+import { BaselineProvider } from '../../engine/model/baseline';
 import { DiskCache } from '../../engine/model/cache';
 import { ModelClient } from '../../engine/model/client';
 import { ConfigError, endpointFromEnv, type EndpointConfigInput } from '../../engine/model/config';
 import { ModelError } from '../../engine/model/errors';
 import { ModelProvider, type Provider } from '../../engine/model/provider';
-import { loadTemplates, renderPrompts, type Template } from '../../engine/model/templates';
-import { generateQuestions, type QuestionOptions } from '../../engine/questions/generate';
+import { loadTemplates } from '../../engine/model/templates';
 import type { Question } from '../../engine/questions/schema';
-import { referenceLine, toGroundTruth } from '../../engine/questions/truth';
+import { referenceLine } from '../../engine/questions/truth';
 import { resolvePython } from '../../engine/python';
-import { decodeTrace } from '../../engine/trace/decode';
 import { TracerPool } from '../../engine/trace/runner';
 
 export const CONNECT_HINT = [
@@ -46,22 +45,6 @@ function number(values: Record<string, unknown>, flag: string): number | undefin
   const n = Number(raw);
   if (!Number.isFinite(n)) throw new UsageError(`--${flag} needs a number, got '${String(raw)}'`);
   return n;
-}
-
-/** Which questions a template can ask, so the generator produces those. */
-export function questionOptions(template: Template, seed: number): QuestionOptions {
-  const kinds = new Set(template.kinds);
-  return {
-    seed,
-    output: kinds.has('output'),
-    input: kinds.has('input') && !kinds.has('output'),
-    maxNextLine: kinds.has('next_line') ? 5 : 0,
-    maxState: kinds.has('state') ? 5 : 0,
-    maxStateAny: kinds.has('state_any') ? 2 : 0,
-    maxCoverage: kinds.has('coverage') ? 2 : 0,
-    // Next-line answers are source text in the line formats, numbers in JSON.
-    textMatchedNextLine: template.format !== 'next_step_json',
-  };
 }
 
 function describe(q: Question): string {
@@ -108,7 +91,7 @@ export const askCommand: Command = {
   usage:
     'execverify ask FILE --entry "f([1, 2])" [--template execverify|reval|cruxeval-output|cruxeval-input] [--samples K] ' +
     '[--base-url URL --model NAME] [--api chat|completions] [--temperature T] [--max-tokens N] [--seed N] ' +
-    '[--timeout-ms MS] [--no-cache] [--cache-dir DIR] [--show-prompt] [--show-response] [--question-seed N] [--python PATH]',
+    '[--timeout-ms MS] [--no-cache] [--cache-dir DIR] [--show-prompt] [--show-response] [--question-seed N (default: from the code and the entry)] [--python PATH]',
   options: {
     entry: { type: 'string', short: 'e' },
     template: { type: 'string', short: 't' },
@@ -175,9 +158,10 @@ export const askCommand: Command = {
     const pool = new TracerPool({ python: resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env), size: 1, env: io.env });
     try {
       const trace = await pool.trace({ path: file, entry: { kind: 'call', expr: values.entry }, cwd: path.dirname(file) }, io.signal);
-      const decoded = decodeTrace(trace);
-      const questions = generateQuestions(trace, questionOptions(template, positiveInt(values, 'question-seed', 0) ?? 0));
-      const { prompts } = renderPrompts(template, questions, { code: trace.files[0]!.source, call: values.entry });
+      // The questions `ask` asks are the ones the editor and a harvest ask about the same call (one seed policy).
+      const questionSeed = positiveInt(values, 'question-seed');
+      const prepared = prepareAsk(trace, template, { kind: 'call' }, questionSeed !== undefined ? { seed: questionSeed } : {});
+      const prompts = prepared.prompts;
       const label = provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`;
       io.stdout.write(`provider: ${label}\n`);
       io.stdout.write(`program:  ${positionals[0]}  entry: ${values.entry}  outcome: ${trace.outcome.kind}\n`);
@@ -187,34 +171,31 @@ export const askCommand: Command = {
         return 0;
       }
 
-      const judge = new JudgeClient(pool);
       const rewards: number[][] = [];
       let right = 0;
       let judged = 0;
       // All prompts go out at once (the client's concurrency limit applies); results print in order.
-      const replies = await Promise.allSettled(prompts.map((rendered) => provider.answer(answerRequest(rendered, decoded, { samples, signal: io.signal }))));
-      for (const [p, rendered] of prompts.entries()) {
+      const result = await askPrepared(prepared, { provider, judge: new JudgeClient(pool), samples, signal: io.signal });
+      for (const [p, outcome] of result.prompts.entries()) {
+        const rendered = outcome.prompt;
         io.stdout.write(`\nprompt ${p + 1}/${prompts.length} (${rendered.questions.length} question${rendered.questions.length === 1 ? '' : 's'})\n`);
         if (values['show-prompt']) {
           const text = rendered.prompt.kind === 'chat' ? rendered.prompt.messages.map((m) => `[${m.role}]\n${m.content}`).join('\n') : rendered.prompt.text;
           io.stdout.write(`${text.replace(/^/gm, '  | ')}\n`);
         }
-        const settled = replies[p]!;
-        if (settled.status === 'rejected') {
-          const err: unknown = settled.reason;
+        if (!outcome.ok) {
+          const err: unknown = outcome.error;
           if (err instanceof ModelError) {
             io.stderr.write(`execverify ask: ${provider.info.label}: ${err.message}\n`);
             return 1;
           }
           throw err;
         }
-        const reply = settled.value;
-        const truth = toGroundTruth(rendered.questions, rendered.format);
         const perSample: number[] = [];
-        for (const [s, sample] of reply.samples.entries()) {
-          io.stdout.write(`  sample ${s + 1}/${reply.samples.length}${reply.cached ? ' (cached)' : ''}${sample.finishReason === 'length' ? ' (cut at max tokens)' : ''}\n`);
+        for (const [s, sample] of outcome.samples.entries()) {
+          io.stdout.write(`  sample ${s + 1}/${outcome.samples.length}${outcome.answered.reply.cached ? ' (cached)' : ''}${sample.finishReason === 'length' ? ' (cut at max tokens)' : ''}\n`);
           if (values['show-response']) io.stdout.write(`${sample.text.replace(/^/gm, '  > ')}\n`);
-          const reward = await judge.reward(truth, sample.text, undefined, io.signal);
+          const reward = sample.reward!;
           perSample.push(reward.reward);
           judged += reward.breakdown.length;
           right += reward.breakdown.filter((b) => b.verdict.correct).length;

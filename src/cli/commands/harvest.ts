@@ -5,9 +5,9 @@ import * as path from 'node:path';
 import { UsageError, type Command } from '../command';
 import { parseShard } from '../../engine/dataset/exporters';
 import { parsePassBand } from '../../engine/harvest/difficulty';
-import { harvest, type AnswerScorer } from '../../engine/harvest/pipeline';
+import { harvest } from '../../engine/harvest/pipeline';
 import { streamProgress, silentProgress } from '../../engine/harvest/progress';
-import { harvestTemplate, providerScorer, templateQuestioner } from '../../engine/harvest/questioner';
+import { harvestAsking, harvestTemplate } from '../../engine/harvest/questioner';
 import { renderReport, writeReport } from '../../engine/harvest/report';
 import { BaselineProvider, ModelProvider, type Provider } from '../../engine/model';
 import { endpointFromEnv } from '../../engine/model/config';
@@ -110,7 +110,7 @@ export const harvestCommand: Command = {
       });
       provider = endpoint ? new ModelProvider(endpoint) : new BaselineProvider();
     }
-    const scorer: AnswerScorer | undefined = provider ? providerScorer(provider, pool, k) : undefined;
+    const { questioner, scorer } = harvestAsking(template, provider ? { provider, workers: pool, k } : undefined);
     const progress = values.quiet ? silentProgress : streamProgress(io.stderr as NodeJS.WriteStream);
     try {
       const result = await harvest(
@@ -133,7 +133,7 @@ export const harvestCommand: Command = {
           env: io.env,
           ...(jobEnv ? { jobEnv } : {}),
           tracer: pool,
-          questioner: templateQuestioner(template),
+          questioner,
           scorer,
           progress,
           signal: io.signal,

@@ -1,17 +1,16 @@
-// The question and model stages of harvesting, built from the shared engine:
-// questions from the trace (engine/questions), the prompt from a template
-// (engine/model/templates), ground truth as the judge reads it, and — when a
-// provider is configured — k answers scored by the Python judge's reward.
+// The question and model stages of harvesting, on the engine's one road
+// (engine/ask): the questions and prompt a template makes of a sample's trace,
+// ground truth as the judge reads it, and — when a provider is configured —
+// k answers scored by the Python judge's reward.
 import type { ModelAnswer } from '../dataset/record';
+import { answerPrompt, prepareAsk, rewardResponses, type AskPrompt, type PreparedAsk } from '../ask';
 import { JudgeClient, type WorkerRequester } from '../judge/client';
 import { groundTruthString } from '../judge/truth';
-import { asMessages, chatPrompt } from '../model/prompt';
-import { baselineQuestion, type Provider } from '../model';
-import { BUILTIN_TEMPLATES, renderPrompts, type Template } from '../model/templates';
-import { generateQuestions, referenceAnswer, seedFrom, toGroundTruth, type Question, type QuestionOptions } from '../questions';
-import { decodeTrace } from '../trace/decode';
+import type { Provider } from '../model';
+import { asMessages } from '../model/prompt';
+import { BUILTIN_TEMPLATES, type Template } from '../model/templates';
 import type { Trace } from '../trace/schema';
-import type { AnswerScorer, Questioner, SampleQuestions } from './pipeline';
+import type { AnswerScorer, Questioner } from './pipeline';
 
 /** Templates a harvest can use: one prompt per sample (perPrompt "all"). */
 export function harvestTemplate(name: string, templates: readonly Template[] = BUILTIN_TEMPLATES): Template | string {
@@ -21,57 +20,54 @@ export function harvestTemplate(name: string, templates: readonly Template[] = B
   return t;
 }
 
-/** Questions → prompt + ground truth + reference answer, with the given template. */
-export function templateQuestioner(template: Template, options: QuestionOptions = {}): Questioner {
-  return (trace, sample) => {
-    const questions = generateQuestions(trace, { seed: seedFrom(`${sample.code}\u0000${sample.entry}`), ...options });
-    if (questions.length === 0) return { skip: 'no_questions' };
-    const { prompts } = renderPrompts(template, questions, { code: sample.code, call: sample.entry });
-    const rendered = prompts[0];
+export interface HarvestAsking {
+  /** Questions → prompt + ground truth + reference answer, with the template. */
+  questioner: Questioner;
+  /** k answers from the provider (a model or the baseline), each scored by the judge's reward op; none without a provider. */
+  scorer: AnswerScorer | undefined;
+}
+
+/**
+ * The questioner and the scorer of one harvest: the scorer answers exactly the
+ * prompt the questioner made for the same trace (its stop sequences included).
+ */
+export function harvestAsking(template: Template, answering?: { provider: Provider; workers: WorkerRequester; k: number }): HarvestAsking {
+  // The trace is traced from the sample's code and entry, so the engine's seed is the sample's.
+  const asked = new WeakMap<Trace, PreparedAsk>();
+  const prepare = (trace: Trace): PreparedAsk => {
+    let p = asked.get(trace);
+    if (!p) {
+      p = prepareAsk(trace, template, { kind: 'call' });
+      asked.set(trace, p);
+    }
+    return p;
+  };
+  const questioner: Questioner = (trace) => {
+    const prepared = prepare(trace);
+    if (prepared.questions.length === 0) return { skip: 'no_questions' };
+    const rendered = prepared.prompts[0];
     if (!rendered || rendered.questions.length === 0) return { skip: 'no_questions_for_template' };
-    const asked = rendered.questions;
     return {
-      questions: asked,
+      questions: rendered.questions,
       prompt: asMessages(rendered.prompt),
-      groundTruth: groundTruthString(toGroundTruth(asked, rendered.format)),
-      reference: referenceAnswer(asked, rendered.format),
+      groundTruth: groundTruthString(rendered.groundTruth),
+      reference: rendered.reference,
       format: rendered.format,
       template: rendered.template,
     };
   };
-}
-
-/** k answers from a provider (a model or the baseline), each scored by the judge's reward op. */
-export function providerScorer(provider: Provider, workers: WorkerRequester, k: number): AnswerScorer {
+  if (!answering) return { questioner, scorer: undefined };
+  const { provider, workers, k } = answering;
   const judge = new JudgeClient(workers);
-  return {
+  const scorer: AnswerScorer = {
     label: provider.info.label,
     k,
-    async score(asked: SampleQuestions, trace: Trace, signal?: AbortSignal): Promise<ModelAnswer[]> {
-      const decoded = decodeTrace(trace);
-      const questions = asked.questions as Question[];
-      const reply = await provider.answer({
-        prompt: chatPrompt(asked.prompt),
-        format: (asked.format ?? 'execverify') as Parameters<Provider['answer']>[0]['format'],
-        questions: questions.map((q) =>
-          baselineQuestion(decoded, {
-            kind: q.kind,
-            frame: 'frame' in q ? q.frame : undefined,
-            line: 'line' in q ? q.line : undefined,
-            k: 'k' in q ? q.k : undefined,
-            var: 'var' in q ? q.var : undefined,
-          }),
-        ),
-        samples: k,
-        templateVersion: asked.template,
-        signal,
-      });
-      const rewards = await judge.rewardBatch(
-        reply.samples.map((s) => ({ groundTruth: asked.groundTruth, response: s.text })),
-        undefined,
-        signal,
-      );
-      return reply.samples.map((s, i) => {
+    async score(_asked, trace, signal): Promise<ModelAnswer[]> {
+      const prompt: AskPrompt | undefined = prepare(trace).prompts[0];
+      if (!prompt) return [];
+      const answered = await answerPrompt(provider, prompt, { samples: k, signal });
+      const rewards = await rewardResponses(judge, prompt, answered.samples.map((s) => s.text), undefined, signal);
+      return answered.samples.map((s, i) => {
         const r = rewards[i]!;
         return {
           model: provider.info.label,
@@ -84,4 +80,5 @@ export function providerScorer(provider: Provider, workers: WorkerRequester, k: 
       });
     },
   };
+  return { questioner, scorer };
 }

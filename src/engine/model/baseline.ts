@@ -7,7 +7,6 @@ import { Accounting, type RunStats } from './accounting';
 import type { AnswerFormat } from './answers';
 import type { StreamEvent } from './client';
 import type { AnswerRequest, BaselineQuestion, Provider, ProviderInfo, ProviderReply } from './provider';
-import type { RenderedPrompt } from './templates';
 import type { DecodedTrace } from '../trace/decode';
 
 export const BASELINE_LABEL = 'baseline';
@@ -128,27 +127,6 @@ export function baselineQuestion(decoded: DecodedTrace, site: QuestionSite): Bas
       return { kind: site.kind, var: name, before };
     }
   }
-}
-
-/**
- * The request for one rendered prompt (src/engine/model/templates): its
- * prompt, format, stop sequences and template version, plus the baseline's
- * view of its questions taken from the decoded trace.
- */
-export function answerRequest(
-  rendered: RenderedPrompt,
-  decoded: DecodedTrace,
-  options: { samples?: number; signal?: AbortSignal } = {},
-): AnswerRequest {
-  return {
-    prompt: rendered.prompt,
-    format: rendered.format,
-    questions: rendered.questions.map((q) => baselineQuestion(decoded, q)),
-    templateVersion: rendered.template,
-    ...(rendered.stop ? { stop: rendered.stop } : {}),
-    structured: rendered.structured,
-    ...options,
-  };
 }
 
 export function isBaseline(provider: Provider): boolean {

@@ -19,7 +19,7 @@ export {
 export { ModelError, isModelError, type ModelErrorCode } from './errors';
 export { ChatMessageSchema, PromptSchema, asMessages, asText, chatPrompt, textPrompt, type ChatMessage, type Prompt } from './prompt';
 export { ModelProvider, type AnswerRequest, type BaselineQuestion, type Provider, type ProviderInfo, type ProviderReply } from './provider';
-export { BASELINE_LABEL, BaselineProvider, answerRequest, baselineQuestion, baselineText, isBaseline, type QuestionSite } from './baseline';
+export { BASELINE_LABEL, BaselineProvider, baselineQuestion, baselineText, isBaseline, type QuestionSite } from './baseline';
 export { DiskCache, MemoryCache, cacheKey, type ResponseCache } from './cache';
 export { batchRequestLines, parseBatchResults, readBatchResults, writeBatchFile, type BatchImport, type BatchItem, type BatchLineError } from './batch';
 export { Accounting, RunStatsSchema, formatRunStats, type RunStats } from './accounting';

@@ -48,7 +48,7 @@ export interface AnswerRequest {
 
 export interface ProviderReply {
   provider: ProviderInfo;
-  /** Raw texts, one per sample; parse with parseAnswers(format, text) / parseNextStep(text). */
+  /** Raw texts, one per sample; engine/ask's parseReply reads them (parseAnswers / parseNextStep by format). */
   samples: { text: string; finishReason: string | null }[];
   usage: { promptTokens: number; completionTokens: number };
   cached: boolean;
