@@ -3,7 +3,7 @@
 // ground truth as the judge reads it, and — when a provider is configured —
 // k answers scored by the Python judge's reward.
 import type { ModelAnswer } from '../dataset/record';
-import { answerPrompt, prepareAsk, rewardResponses, type AskPrompt, type PreparedAsk } from '../ask';
+import { askPrepared, prepareAsk, type PreparedAsk } from '../ask';
 import { JudgeClient, type WorkerRequester } from '../judge/client';
 import { groundTruthString } from '../judge/truth';
 import type { Provider } from '../model';
@@ -63,12 +63,11 @@ export function harvestAsking(template: Template, answering?: { provider: Provid
     label: provider.info.label,
     k,
     async score(_asked, trace, signal): Promise<ModelAnswer[]> {
-      const prompt: AskPrompt | undefined = prepare(trace).prompts[0];
-      if (!prompt) return [];
-      const answered = await answerPrompt(provider, prompt, { samples: k, signal });
-      const rewards = await rewardResponses(judge, prompt, answered.samples.map((s) => s.text), undefined, signal);
-      return answered.samples.map((s, i) => {
-        const r = rewards[i]!;
+      const [outcome] = (await askPrepared(prepare(trace), { provider, judge, samples: k, signal })).prompts;
+      if (!outcome) return [];
+      if (!outcome.ok) throw outcome.error;
+      return outcome.samples.map((s) => {
+        const r = s.reward!;
         return {
           model: provider.info.label,
           text: s.text,
