@@ -27,7 +27,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from . import isolation
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
-from .harvest_extract import ModuleIndex, fingerprint
+from .harvest_extract import ModuleIndex, answer_in_code, fingerprint
 
 
 def _project_modules(root: str):
@@ -166,36 +166,72 @@ def check_standalone(code: str, entry: str, result: str, result_type: str, timeo
     return None if same else "standalone_mismatch"
 
 
-def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
+def _package_root(root: str, rel: str) -> str:
+    """The sys.path entry (relative to root) a module file is imported from:
+    the parent of its topmost package (`src` for src/pkg/mod.py)."""
+    base = os.path.dirname(rel)
+    while base and os.path.isfile(os.path.join(root, base, "__init__.py")):
+        base = os.path.dirname(base)
+    return base
+
+
+def _distribution_version(name: str):
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - 3.8 has it; kept for odd builds
+        return None
+    try:
+        return metadata.version(name)
+    except Exception:  # noqa: B902 - unknown distribution
+        mod = sys.modules.get(name)
+        return getattr(mod, "__version__", None) if mod else None
+
+
+def sample_entry(call: dict) -> str:
+    """The expression a sample runs: a generator's call is drained by `list(...)`."""
+    entry = call["entry"]
+    if call.get("generator") and not entry.replace(" ", "").startswith("list("):
+        entry = "list(%s)" % entry
+    return entry
+
+
+def run_build(root: str, calls_path: str, out: str, check: bool = True, allow_imports=()) -> dict:
     root = os.path.realpath(root)
     modules = {}
     extracted = {}
     drops = Counter()
     kept = 0
     tmp = out + ".tmp"
+    allowed = {name.split(".")[0] for name in allow_imports}
+    versions = {name: _distribution_version(name) for name in sorted(allowed)}
+
     def load(rel):
         if rel not in modules:
             path = os.path.join(root, rel)
             try:
                 with open(path, encoding="utf-8") as fh:
-                    modules[rel] = ModuleIndex(fh.read(), rel, resolve)
+                    modules[rel] = ModuleIndex(fh.read(), rel, resolve, allowed=allowed)
             except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
                 modules[rel] = None
         return modules[rel]
 
     def resolve(module, level, from_path):
-        # A project module named by `from X import n` / `from .X import n`.
-        base = os.path.dirname(from_path)
+        # A project module named by `from X import n` / `from .X import n`;
+        # an absolute name is looked up where the project's own packages are
+        # imported from (the root, `src/`, the importing file's package root).
         if level:
+            base = os.path.dirname(from_path)
             for _ in range(level - 1):
                 base = os.path.dirname(base)
+            bases = [base]
         else:
-            base = ""
-        stem = os.path.join(base, *module.split(".")) if module else base
-        for rel in (stem + ".py", os.path.join(stem, "__init__.py")):
-            rel = os.path.normpath(rel)
-            if not rel.startswith("..") and os.path.isfile(os.path.join(root, rel)):
-                return lambda: load(rel)
+            bases = [_package_root(root, from_path), "src", ""]
+        for base in dict.fromkeys(bases):
+            stem = os.path.join(base, *module.split(".")) if module else base
+            for rel in (stem + ".py", os.path.join(stem, "__init__.py")):
+                rel = os.path.normpath(rel)
+                if not rel.startswith("..") and os.path.isfile(os.path.join(root, rel)):
+                    return lambda rel=rel: load(rel)
         return None
 
     with open(calls_path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
@@ -203,26 +239,54 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True) -> dict:
             call = json.loads(line)
             if call.get("kind") != "call":
                 continue
-            key = (call["file"], call["function"])
+            entry = sample_entry(call)
+            key = (call["file"], call["function"], _entry_names(entry))
             if key not in extracted:
                 index = load(call["file"])
-                code, segments, reason = index.extract(call["function"]) if index else (None, None, "module_unreadable")
+                code, segments, reason = index.extract(call["function"], entry) if index else (None, None, "module_unreadable")
                 near, nesting = fingerprint(code) if code is not None else (None, 0)
                 extracted[key] = (code, segments, reason, near, nesting)
             code, segments, reason, near, nesting = extracted[key]
+            result_type = "list" if call.get("generator") else call["resultType"]
+            if reason is None and answer_in_code(code, entry, call["result"]):
+                reason = "answer_in_code"
             if reason is None and check:
-                reason = check_standalone(code, call["entry"], call["result"], call["resultType"])
+                reason = check_standalone(code, entry, call["result"], result_type)
             if reason is not None:
                 drops[reason] += 1
                 dst.write(json.dumps({"kind": "drop", "reason": reason, "file": call["file"], "function": call["function"]}) + "\n")
                 continue
             kept += 1
-            sample = dict(call, kind="sample", code=code, segments=segments, astHash=near, nesting=nesting)
+            sample = dict(call, kind="sample", entry=entry, resultType=result_type, code=code, segments=segments, astHash=near, nesting=nesting)
+            used = sorted(name for name in allowed if _imports(code, name))
+            if used:
+                sample["imports"] = {name: versions.get(name) for name in used}
             dst.write(json.dumps(sample) + "\n")
         summary = {"kind": "summary", "kept": kept, "drops": dict(drops)}
         dst.write(json.dumps(summary) + "\n")
     os.replace(tmp, out)
     return summary
+
+
+def _entry_names(entry: str):
+    import ast
+
+    try:
+        tree = ast.parse(entry.strip(), mode="eval")
+    except SyntaxError:
+        return ()
+    return tuple(sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}))
+
+
+def _imports(code: str, package: str) -> bool:
+    import ast
+
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == package for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == package:
+            return True
+    return False
 
 
 def main(argv=None) -> int:
@@ -239,16 +303,19 @@ def main(argv=None) -> int:
     build.add_argument("--calls", required=True)
     build.add_argument("--out", required=True)
     build.add_argument("--no-check", action="store_true")
+    build.add_argument("--allow-import", action="append", default=[], metavar="PKG",
+                       help="a third-party pure-Python package a sample may import (repeatable)")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
     # The project's tests run in the sandbox too (trusted by consent, still
     # limited): everything read-only but the directory of what they write.
     isolation.enter(["-u", "-m", "execverify.harvest"] + list(sys.argv[1:] if argv is None else argv),
-                    writable=[os.path.dirname(out)])
+                    writable=[os.path.dirname(out)], graceful=True)
     if args.command == "capture":
         run_capture(args.root, out, args.runner, args.pattern, args.per_function)
     else:
-        run_build(args.root, os.path.abspath(args.calls), out, check=not args.no_check)
+        allow = [name for value in args.allow_import for name in value.split(",") if name]
+        run_build(args.root, os.path.abspath(args.calls), out, check=not args.no_check, allow_imports=allow)
     return 0
 
 
