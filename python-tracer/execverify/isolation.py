@@ -192,10 +192,17 @@ def inside() -> bool:
     return _status["mechanism"] == "bubblewrap" if _status is not None else bool(os.environ.get(_MARK))
 
 
-def enter(python_args, writable=()) -> None:
+def enter(python_args, writable=(), graceful=False) -> None:
     """Re-executes `python python_args...` inside the sandbox, unless already
     inside or no sandbox can be made (then says why on stderr and returns:
-    the caller runs unsandboxed, labelled so). Never returns otherwise."""
+    the caller runs unsandboxed, labelled so). Never returns otherwise.
+
+    `graceful`: this process stays, as the sandbox's supervisor, and passes
+    SIGTERM, SIGINT and SIGHUP on to the sandboxed process (bubblewrap passes
+    no signal on), so a harvest stopped by `--max-time` still writes what it
+    captured; it exits as the sandboxed process does. Without it the process
+    becomes bubblewrap (one process less; the pool stops a worker with
+    SIGKILL anyway)."""
     if inside():
         return
     st = status()
@@ -211,11 +218,62 @@ def enter(python_args, writable=()) -> None:
     env = clean_env()
     env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env[_MARK] = "bubblewrap"
-    argv = bwrap_argv(bwrap_path(), env, [os.path.abspath(d) for d in writable]) + [
-        "--chdir", os.getcwd(), "--", sys.executable] + list(python_args)
+    argv = bwrap_argv(bwrap_path(), env, [os.path.abspath(d) for d in writable])
+    command = ["--chdir", os.getcwd(), "--", sys.executable] + list(python_args)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(argv[0], argv)
+    if not graceful:
+        os.execv(argv[0], argv + command)
+    _supervise(argv, command)
+
+
+def _supervise(argv, command) -> None:
+    """Runs bubblewrap as a child in its own process group (a signal to the
+    caller's group reaches this process only), learns the sandboxed
+    process's pid from bubblewrap's --info-fd, passes signals on to it, and
+    exits with its status. Never returns."""
+    import signal
+    info_r, info_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            os.close(info_r)
+            os.set_inheritable(info_w, True)
+            os.execv(argv[0], argv + ["--info-fd", str(info_w)] + command)
+        finally:
+            os._exit(127)
+    os.close(info_w)
+    target = [None]
+    pending = []
+
+    def forward(signum, _frame):
+        if target[0] is None:
+            pending.append(signum)
+        else:
+            try:
+                os.kill(target[0], signum)
+            except OSError:
+                pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
+    data = b""
+    while True:
+        chunk = os.read(info_r, 4096)
+        if not chunk:
+            break
+        data += chunk
+        if b"child-pid" in data and b"," in data.split(b"child-pid", 1)[1]:
+            break
+    try:
+        target[0] = int(data.split(b'"child-pid":', 1)[1].split(b",", 1)[0])
+    except (IndexError, ValueError):
+        pass
+    for signum in pending:
+        forward(signum, None)
+    _, status = os.waitpid(pid, 0)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 _warned = False

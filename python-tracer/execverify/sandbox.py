@@ -17,12 +17,12 @@ In the child:
 - wall time: the parent sends SIGUSR1 at the deadline (the child reports limit
   'wall_time' with what it recorded so far) and SIGKILL after a grace period.
 
-Messages child → parent are framed: 1 type byte + 4-byte big-endian length +
-payload. `ctx.send(kind, payload)` writes one; the parent collects them.
-Types used here: b"R" the child's final result (JSON), b"L" a limit hit
-(JSON {"limit", "message"}), b"E" an internal error (JSON {"code","message"}).
-Callers may add their own (the tracer streams steps as b"S" and ends with its
-finished trace as b"T").
+Messages child → parent are framed (execverify/protocol.py: 1 kind byte +
+4-byte big-endian length + payload). `ctx.send(kind, payload)` writes one;
+the parent collects them, bounded (`Limits.message_bytes`). Kinds used here:
+RESULT the child's final result (JSON), LIMIT a limit hit (JSON {"limit",
+"message"}), ERROR an internal error (JSON {"code","message"}); callers add
+their own (the tracer streams STEPS and ends with its finished TRACE).
 
 Usage from other ops (e.g. the judge's sandboxed evaluation):
 
@@ -34,7 +34,6 @@ Usage from other ops (e.g. the judge's sandboxed evaluation):
 from __future__ import annotations
 
 import _signal as signal  # not `signal`, which imports enum: worker start-up time
-import _thread
 import errno
 try:
     import fcntl
@@ -44,28 +43,21 @@ import mmap
 import os
 import resource
 import select
-import struct
 import sys
 import time
 
 from . import isolation, jsonc
 from .jsonc import dumps as _json_dumps
+from .protocol import ERROR, HEADER as _HDR, LIMIT, RESULT, frame
 
 try:
     from . import seccomp
 except ImportError:  # no ctypes (a minimal build): the job runs without the filter
     seccomp = None
 
-_HDR = struct.Struct(">cI")
-_LEN = struct.Struct(">I")
 # One read of the message pipe. A pipe holds 64 KiB, so asking for more only
 # makes os.read allocate (and the allocator mmap) a bigger buffer each time.
 _READ_SIZE = 1 << 16
-
-
-def frame(kind: bytes, payload: bytes, _len=len, _pack=_HDR.pack) -> bytes:
-    """One message as written on the pipe: type byte, length, payload."""
-    return _pack(kind, _len(payload)) + payload
 
 # Audit events that start another process. Any of them → limit 'fork'.
 _SPAWN_EVENTS = frozenset([
@@ -177,12 +169,13 @@ class Context:
                 handler, self.on_limit = self.on_limit, None
                 handler(kind, message)
             else:
-                self.send(b"L", _json_dumps({"limit": kind, "message": message}).encode())
+                self.send(LIMIT, _json_dumps({"limit": kind, "message": message}).encode())
         finally:
             _real_exit(0)
 
 
 _real_exit = os._exit
+exit_now = _real_exit  # os._exit as it was before a job's child replaced it
 
 
 class _Capture:
@@ -465,7 +458,7 @@ def _setrlimit(which, soft, hard):
 def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     """Runs fn(ctx) in a forked child under `limits`; returns what happened.
 
-    fn's return value, if it returns, is sent as the b"R" message (JSON);
+    fn's return value, if it returns, is sent as the RESULT message (JSON);
     fn may also send messages itself. on_message(kind, payload), if given, is
     called in the parent as messages arrive (they are also kept in order).
     """
@@ -486,12 +479,12 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
                 _child_setup(ctx, limits, facts=facts)
                 result = fn(ctx)
                 if result is not None:
-                    ctx.send(b"R", _json_dumps(result).encode())
+                    ctx.send(RESULT, _json_dumps(result).encode())
             except MemoryError:
                 ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
             except BaseException as e:  # noqa: B902 - report, never propagate into the worker
                 try:
-                    ctx.send(b"E", _json_dumps({"code": "internal", "message": "%s: %s" % (
+                    ctx.send(ERROR, _json_dumps({"code": "internal", "message": "%s: %s" % (
                         type(e).__name__, e)}).encode())
                 except BaseException:  # noqa: B902
                     code = 70
@@ -643,14 +636,14 @@ def call_isolated(fn, limits: Limits = None):
         return {"ok": True, "value": value, "stdout": ctx.stdout.text()}
 
     out = run_isolated(child, limits)
-    res = out.last(b"R")
+    res = out.last(RESULT)
     if res is not None:
         return jsonc.loads(res)
-    lim = out.last(b"L")
+    lim = out.last(LIMIT)
     if lim is not None:
         d = jsonc.loads(lim)
         return {"ok": False, "kind": "limit", "limit": d["limit"], "message": d["message"]}
-    err = out.last(b"E")
+    err = out.last(ERROR)
     if err is not None:
         d = jsonc.loads(err)
         return {"ok": False, "kind": "raised", "type": "InternalError", "message": d["message"]}

@@ -31,7 +31,7 @@ import gc
 import os
 import sys
 
-from . import isolation, sandbox, tracer
+from . import isolation, pytracer, sandbox, tracer
 from .errors import OpError
 from .jsonc import dumps, loads
 
@@ -124,8 +124,7 @@ def handle(line: bytes) -> bytes:
     except OpError as e:
         err = {"code": e.code, "message": e.message}
     except Exception as e:  # noqa: B902 - a bug in an op must not kill the worker
-        import traceback  # only on this failure path: the worker starts without it
-        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())}
+        err = {"code": "internal", "message": "%s: %s\n%s" % (type(e).__name__, e, pytracer.format_exc())}
     return (dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 

@@ -508,7 +508,7 @@ class HarvestedTestsRunSandboxed(unittest.TestCase):
                             except OSError:
                                 pass
                             try:
-                                subprocess.Popen(['sleep', '30', %(tag)r], start_new_session=True)
+                                subprocess.Popen(['sh', '-c', 'sleep 30', %(tag)r], start_new_session=True)
                             except OSError:
                                 pass
                             with open(os.path.join(os.environ.get('TMPDIR', '/tmp'), 'env'), 'w') as fh:
