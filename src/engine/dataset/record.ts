@@ -14,7 +14,7 @@ export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 export const ProvenanceSchema = z.object({
   /** Project name (its directory name, or the configured one). */
   project: z.string(),
-  /** Remote URL of the git repository, or its local path when it has no remote; null outside git. */
+  /** Remote URL of the git repository; null outside git or without a remote (never a local path). */
   repository: z.string().nullable(),
   commit: z.string().nullable(),
   /** Path of the module, relative to the project root, with forward slashes. */
@@ -40,6 +40,8 @@ export const DifficultySchema = z.object({
   /** Fraction of k model answers that were fully right, when a model was asked. */
   passRate: z.number().min(0).max(1).nullable().default(null),
   k: z.number().int().nonnegative().default(0),
+  /** A sample that teaches little (≤ 2 lines run, or the result is one of the arguments); a harvest caps their share. */
+  trivial: z.enum(['few_lines', 'identity']).optional(),
 });
 export type Difficulty = z.infer<typeof DifficultySchema>;
 
@@ -89,6 +91,13 @@ export const RecordSchema = z.object({
     digest: z.string(),
     steps: z.number().int().nonnegative(),
     python: z.string(),
+    /**
+     * PYTHONHASHSEED the traced run used (a harvest: 0 unless --hash-seed);
+     * absent when unknown (the editor's "Add to dataset").
+     */
+    hashSeed: z.number().int().nonnegative().optional(),
+    /** Every question's truth was the same under these other seeds and a second run (harvest). */
+    confirmedSeeds: z.array(z.number().int().nonnegative()).optional(),
   }),
   questions: z.array(RecordQuestionSchema),
   /** The ground truth as the reward function reads it: a JSON string (format execverify.truth/1). */

@@ -11,12 +11,25 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ChatMessage, Difficulty, ModelAnswer, TraceFrame } from '../dataset/record';
 import { exactKey, sha256, splitFor, stableJson } from '../dataset/record';
-import { JsonlAppender, readJsonl, SampleStore } from '../dataset/store';
+import { JsonlAppender, readJsonl, SampleStore, STORE_FILE } from '../dataset/store';
 import { inShard, shardOf, type Shard } from '../dataset/exporters';
 import type { Trace } from '../trace/schema';
 import { environmentSecrets, findSecrets, redactCredentials } from './credentials';
 import { inBand, structuralDifficulty, type PassBand } from './difficulty';
 import { discoverProject, type GitRunner, type ProjectInfo } from './project';
+import {
+  DEFAULT_CHECK_SEEDS,
+  DEFAULT_HASH_SEED,
+  localPathFinder,
+  machineDependence,
+  PRIMARY_JOB_ENV,
+  RERUN_CWD,
+  RERUN_JOB_ENV,
+  unstableReason,
+  type TraceRun,
+} from './determinism';
+import { movedQuestions, QuestionSchema, triviality, type Question } from '../questions';
+import { TracerPool } from '../trace/runner';
 import { HarvestProcessError, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
 import { silentProgress, type Progress } from './progress';
 import { buildReport, type HarvestReport } from './report';
@@ -45,6 +58,11 @@ export interface Tracer {
   trace(job: { path?: string; source?: string; entry: { kind: 'call'; expr: string }; cwd?: string; limits?: Record<string, number> }, signal?: AbortSignal): Promise<Trace>;
 }
 
+/** A tracer whose runs use one hash seed and one job environment (a TracerPool started with them). */
+export interface SeededTracer extends Tracer {
+  close?(): void;
+}
+
 export interface HarvestOptions {
   project: string;
   out: string;
@@ -67,6 +85,12 @@ export interface HarvestOptions {
   /** Steps kept per sample as CWM frames. */
   maxFrames?: number;
   projectName?: string;
+  /** PYTHONHASHSEED of every sample's run, recorded in the sample (default 0). */
+  hashSeed?: number;
+  /** Seeds every truth is confirmed under, besides a second run (default 1 and 2). */
+  checkSeeds?: readonly number[];
+  /** Most trivial samples (≤ 2 lines run, or the result is an argument) per project, as a share of its samples (default 0.1; at least one). */
+  trivialShare?: number;
 }
 
 export interface HarvestDeps {
@@ -76,7 +100,13 @@ export interface HarvestDeps {
   env: NodeJS.ProcessEnv;
   /** What the user explicitly gave the project's tests (`--pass-env NAME`), on top. */
   jobEnv?: Record<string, string>;
-  tracer: Tracer;
+  /**
+   * Not used: samples are traced by `tracerFor` (one pool per hash seed, since
+   * a worker's seed is fixed when it starts). Kept until the CLI stops passing it.
+   */
+  tracer?: Tracer;
+  /** The tracer of one run (its seed and environment); default a TracerPool per run, closed at the end. */
+  tracerFor?: (run: TraceRun) => SeededTracer;
   questioner: Questioner;
   scorer?: AnswerScorer;
   progress?: Progress;
@@ -273,7 +303,7 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     const key = candidateKey(s);
     return !store.hasCandidate(key) && !decided.has(key);
   });
-  const stageSeconds: Record<string, number> = { scan: 0, dedup: 0, trace: 0, questions: 0, model: 0, store: 0 };
+  const stageSeconds: Record<string, number> = { scan: 0, dedup: 0, trace: 0, confirm: 0, questions: 0, model: 0, store: 0 };
   const drop = (s: BuiltSample, stage: string, reason: string, redactions = 0) => {
     const entry: DropEntry = { candidate: candidateKey(s), stage, reason, file: s.file, function: s.function, redactions };
     dropLog.append(entry);
@@ -287,6 +317,32 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       stageSeconds[stage] = (stageSeconds[stage] ?? 0) + (now() - t0) / 1000;
     }
   };
+
+  // One tracer per run: a worker's hash seed is fixed when it starts.
+  const hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
+  const checkSeeds = (options.checkSeeds ?? DEFAULT_CHECK_SEEDS).filter((x) => x !== hashSeed);
+  const primaryRun: TraceRun = { hashSeed, rerun: false };
+  const checkRuns: TraceRun[] = [{ hashSeed, rerun: true }, ...checkSeeds.map((x) => ({ hashSeed: x, rerun: false }))];
+  const tracers = new Map<string, SeededTracer>();
+  const tracerFor = (run: TraceRun): SeededTracer => {
+    const key = `${run.hashSeed}:${run.rerun}`;
+    let t = tracers.get(key);
+    if (!t) {
+      t =
+        deps.tracerFor?.(run) ??
+        new TracerPool({
+          python: deps.python,
+          tracerDir: deps.tracerDir,
+          env: { ...deps.env, PYTHONHASHSEED: String(run.hashSeed) },
+          jobEnv: { ...deps.jobEnv, ...PRIMARY_JOB_ENV, ...(run.rerun ? RERUN_JOB_ENV : {}) },
+          size: Math.max(1, options.concurrency ?? 2),
+        });
+      tracers.set(key, t);
+    }
+    return t;
+  };
+  const localPath = localPathFinder([project.root, deps.tracerDir, process.cwd(), path.resolve(options.out)], deps.env);
+  const heldTrivial: { key: string; sample: BuiltSample; store: () => Promise<void> }[] = [];
 
   const processOne = async (s: BuiltSample): Promise<void> => {
     // Credentials: in the code, the call, the captured result.
@@ -318,12 +374,20 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     });
     if (dup) return drop(s, 'dedup', dup, redactions);
 
+    // Code that reads the clock, the environment, argv or paths has no fixed truth.
+    const dependence = machineDependence(code);
+    if (dependence) return drop(s, 'determinism', dependence, redactions);
+
     // The traced standalone re-run must reproduce the captured result.
+    const job = (run: TraceRun) => ({
+      path: path.basename(s.file),
+      source: code,
+      entry: { kind: 'call' as const, expr: entry },
+      cwd: run.rerun ? RERUN_CWD : os.tmpdir(),
+    });
     let trace: Trace;
     try {
-      trace = await tick('trace', () =>
-        deps.tracer.trace({ path: path.basename(s.file), source: code, entry: { kind: 'call', expr: entry }, cwd: os.tmpdir() }, deps.signal),
-      );
+      trace = await tick('trace', () => tracerFor(primaryRun).trace(job(primaryRun), deps.signal));
     } catch (err) {
       if (deps.signal?.aborted) throw err;
       return drop(s, 'trace', 'trace_error', redactions);
@@ -333,10 +397,37 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     if (outcome.value.repr !== result || outcome.value.type !== s.resultType) return drop(s, 'trace', 'trace_mismatch', redactions);
     if (findSecrets(traceValuesText(trace), envSecrets).length > 0) return drop(s, 'scan', 'credential_in_trace', redactions);
 
+    // The same call again: a second run in a changed environment, and under the other hash seeds.
+    const others = await tick('confirm', () =>
+      Promise.all(
+        checkRuns.map(async (run) => {
+          try {
+            return { run, trace: await tracerFor(run).trace(job(run), deps.signal) };
+          } catch (err) {
+            if (deps.signal?.aborted) throw err;
+            return { run, trace: undefined };
+          }
+        }),
+      ),
+    );
+    for (const o of others) {
+      const v = o.trace?.outcome;
+      if (!v || v.kind !== 'returned' || v.value.repr !== outcome.value.repr || v.value.type !== outcome.value.type) {
+        return drop(s, 'determinism', unstableReason('result', o.run), redactions);
+      }
+    }
+
     const asked = await tick('questions', () => deps.questioner(trace, { code, entry, function: s.function }));
     if ('skip' in asked) return drop(s, 'questions', asked.skip, redactions);
+    // Every asked question's truth must be the same in every other run.
+    const moved = await tick('confirm', () => {
+      const questions = asked.questions.map((q) => QuestionSchema.safeParse(q)).filter((r) => r.success).map((r) => r.data as Question);
+      return others.find((o) => movedQuestions(questions, o.trace!).length > 0);
+    });
+    if (moved) return drop(s, 'determinism', unstableReason('truth', moved.run), redactions);
 
-    const structural: Difficulty = structuralDifficulty(trace, s.nesting);
+    const trivial = triviality(trace);
+    const structural: Difficulty = { ...structuralDifficulty(trace, s.nesting), ...(trivial ? { trivial } : {}) };
     let answers: ModelAnswer[] = [];
     let difficulty = structural;
     if (deps.scorer) {
@@ -348,36 +439,49 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       if (options.passBand && !inBand(passRate, options.passBand)) return drop(s, 'model', 'outside_pass_band', redactions);
     }
 
-    await tick('store', () => {
-      const provenance = {
-        project: project.name,
-        repository: project.repository,
-        commit: project.commit,
-        file: s.file,
-        function: s.function,
-        line: s.line,
-        license: project.license,
-        test: s.test,
-      };
-      const added = store.add({
-        provenance,
-        code,
-        entry,
-        result: { repr: result, type: s.resultType },
-        trace: { digest: sha256(stableJson(trace)), steps: trace.steps.length, python: trace.python.version },
-        questions: asked.questions,
-        groundTruth: asked.groundTruth,
-        prompt: asked.prompt,
-        reference: asked.reference,
-        answers,
-        difficulty,
-        split: splitFor(provenance, options.splits),
-        hashes: { exact, near, candidate: candidateKey(s) },
-        frames: traceFrames(trace, options.maxFrames ?? 200),
-        redactions,
+    const provenance = {
+      project: project.name,
+      repository: project.repository,
+      commit: project.commit,
+      file: s.file,
+      function: s.function,
+      line: s.line,
+      license: project.license,
+      test: s.test,
+    };
+    const input = {
+      provenance,
+      code,
+      entry,
+      result: { repr: result, type: s.resultType },
+      trace: {
+        digest: sha256(stableJson(trace)),
+        steps: trace.steps.length,
+        python: trace.python.version,
+        hashSeed,
+        confirmedSeeds: [...checkSeeds],
+      },
+      questions: asked.questions,
+      groundTruth: asked.groundTruth,
+      prompt: asked.prompt,
+      reference: asked.reference,
+      answers,
+      difficulty,
+      split: splitFor(provenance, options.splits),
+      hashes: { exact, near, candidate: candidateKey(s) },
+      frames: traceFrames(trace, options.maxFrames ?? 200),
+      redactions,
+    };
+    const leaked = await tick('store', () => localPath(JSON.stringify(input)));
+    if (leaked) return drop(s, 'store', 'local_path', redactions);
+    const storeIt = () =>
+      tick('store', () => {
+        const added = store.add(input);
+        if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : added.reason === 'credential' ? 'credential_in_record' : 'invalid_record', redactions);
       });
-      if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : added.reason === 'credential' ? 'credential_in_record' : 'invalid_record', redactions);
-    });
+    // Trivial samples wait for the end, where their share of the project is known.
+    if (trivial) heldTrivial.push({ key: candidateKey(s), sample: s, store: storeIt });
+    else await storeIt();
   };
 
   progress.stage('samples: trace, questions, store', todo.length);
@@ -385,6 +489,21 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
   let next = 0;
   let finished = 0;
   const limitReached = () => options.limit !== undefined && store.size >= options.limit;
+  // Trivial samples kept: T + kept ≤ share·(N + T + kept) ⇔ T + kept ≤ share·N / (1 − share), in a stable order.
+  const storeTrivial = async () => {
+    const share = Math.min(1, Math.max(0, options.trivialShare ?? 0.1));
+    const stored = readJsonl(path.join(options.out, STORE_FILE), (v) => v as { difficulty?: { trivial?: string } }).items;
+    const t = stored.filter((r) => r.difficulty?.trivial).length;
+    const n = stored.length - t;
+    // At least one per project, so a project of one small function still gives a sample.
+    const room = share >= 1 ? Infinity : Math.max(1, Math.floor((share * n) / (1 - share) + 1e-9)) - t;
+    const held = heldTrivial.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const [i, h] of held.entries()) {
+      if (limitReached()) return;
+      if (i < room) await h.store();
+      else drop(h.sample, 'store', 'trivial_cap');
+    }
+  };
   const worker = async () => {
     for (;;) {
       if (deps.signal?.aborted) return;
@@ -401,8 +520,11 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
   };
   try {
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
+    // Only a run that saw every candidate knows the project's share; a cut one leaves them for the resume.
+    if (!deps.signal?.aborted && !stoppedEarly) await storeTrivial();
   } finally {
     dropLog.close();
+    for (const t of tracers.values()) t.close?.();
   }
   progress.done(`${finished} processed, store holds ${store.size}`);
   timings.push({ stage: 'samples', seconds: (now() - t0) / 1000, items: finished });

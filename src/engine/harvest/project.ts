@@ -126,7 +126,8 @@ export async function discoverProject(root: string, git: GitRunner = runGit, nam
   return {
     root: abs,
     name: name ?? path.basename(abs),
-    repository: remote ? publicRemote(remote) : top ?? null,
+    // Without a remote there is nothing public to name: a local path would leak the harvesting machine's layout.
+    repository: remote ? publicRemote(remote) : null,
     commit,
     license: detectLicense(abs) ?? (top && top !== abs ? detectLicense(top) : null),
     modules: files.length - tests,

@@ -27,12 +27,22 @@ export interface QuestionOptions {
    * Default true. With false, answers are line numbers and nothing is skipped.
    */
   textMatchedNextLine?: boolean;
-  /** Share of state questions about variables that do not change (default 0.2, at least one when possible). */
+  /**
+   * Most state questions about a variable the line leaves unchanged, as a share
+   * of the state questions asked (default 0.2): with 5 questions at most one,
+   * with fewer than 5 none. Never filled up past the share when the line's
+   * changes run short (that was 45–76% on real projects).
+   */
   unchangedShare?: number;
   /** At most this many state questions whose answer is Nil (a line that never runs). Default 1. */
   maxNil?: number;
   /** The frame to ask about; default the entry call's frame. */
   frame?: number;
+  /**
+   * Asked only when this says the question's truth holds in the call's other
+   * runs (another hash seed, a second run): `confirmIn(traces)` of confirm.ts.
+   */
+  confirm?: (q: Question) => boolean;
 }
 
 const HEADER_RE = /^(?:async\s+)?(?:if|elif|else|for|while|try|except|finally|with|match|case)\b/;
@@ -98,11 +108,21 @@ function bracketDelta(line: string): number {
 const exact = (v: Value | undefined): v is Value => v !== undefined && !v.truncated;
 /** A default object repr (`<x.C object at 0x…>`, recorded as `at <addr>`): its only content is the type. */
 const ADDRESS_RE = / at (?:0x[0-9a-fA-F]+|<addr>)>/;
+/**
+ * A class, whatever its metaclass: `type`, `abc.ABCMeta` (Fraction),
+ * `enum.EnumType` / `EnumMeta` (an Enum class), a user metaclass. Its repr is
+ * `<class '…'>` (`<enum '…'>` for an Enum class) unless the metaclass
+ * overrides it, and a metaclass's type name says Meta or Type.
+ */
+export function isClassValue(v: Value): boolean {
+  return /^<(?:class|enum) '[^']*'>$/.test(v.repr) || /(?:^|\.)(?:type|\w*Meta(?:class)?|EnumType)$/.test(v.type);
+}
 /** Worth asking about: exact, not a function/module/class, not an address-only repr. */
-const askable = (v: Value | undefined): v is Value => exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !ADDRESS_RE.test(v.repr);
+export const askable = (v: Value | undefined): v is Value =>
+  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
-interface Run {
+export interface Run {
   step: number;
   line: number;
   k: number;
@@ -112,25 +132,43 @@ interface Run {
   next: number | undefined;
 }
 
-/** The facts of one frame in one pass: every line run with its state-after and next line. */
+/**
+ * The facts of one frame in one pass: every line run with its state-after and
+ * next line. Linear in the frame: the next line of every run comes from one
+ * backward sweep (the rule of TraceFacts.nextLineAfter, which looks a run up by
+ * scanning the frame and would make this quadratic).
+ */
 function frameRuns(decoded: DecodedTrace, facts: TraceFacts, frame: FrameInfo): Run[] {
+  const steps = frame.steps;
+  const n = steps.length;
+  // What "the next line after position p" is, for every p, from the back.
+  const nextAt = new Array<number | undefined>(n);
+  const last = n > 0 ? decoded.steps[steps[n - 1]!]! : undefined;
+  // No further event of F: a suspended generator never resumed (-1), or a limit (unknown).
+  let answer: number | undefined = last && last.event === 'return' && last.yielded ? -1 : facts.endsEarly() ? undefined : -1;
+  for (let p = n - 1; p >= 0; p--) {
+    nextAt[p] = answer;
+    const s = decoded.steps[steps[p]!]!;
+    if (s.event === 'line') answer = s.line;
+    else if (s.event === 'return' && !s.yielded) answer = -1;
+  }
   const counts = new Map<number, number>();
   const runs: Run[] = [];
-  const steps = frame.steps;
-  for (let p = 0; p < steps.length; p++) {
+  for (let p = 0; p < n; p++) {
     const s = decoded.steps[steps[p]!]!;
     if (s.event !== 'line') continue;
     const k = (counts.get(s.line) ?? 0) + 1;
     counts.set(s.line, k);
-    runs.push({
-      step: steps[p]!,
-      line: s.line,
-      k,
-      after: steps[p + 1],
-      next: facts.nextLineAfter(frame.id, s.line, k),
-    });
+    runs.push({ step: steps[p]!, line: s.line, k, after: steps[p + 1], next: nextAt[p] });
   }
   return runs;
+}
+
+/** Lines of `file` that ran in any frame: coverage and Nil are about the run, not one frame (nested functions, recursion). */
+function linesRun(decoded: DecodedTrace, file: number): Set<number> {
+  const out = new Set<number>();
+  for (const s of decoded.steps) if (s.event === 'line' && s.file === file) out.add(s.line);
+  return out;
 }
 
 /** Everything question builders share about one frame. */
@@ -144,6 +182,10 @@ export interface FrameContext {
   /** Normalised text of each body line → how many body lines have it. */
   textCount: Map<string, number>;
   runs: Run[];
+  /** Lines of the frame's file that ran in any frame of the run. */
+  covered: Set<number>;
+  /** The function's source by line number (REval's text → line map), shared by every next-line question. */
+  lineMap: Record<string, string>;
 }
 
 export function frameContext(trace: Trace, frameId?: number, decoded: DecodedTrace = decodeTrace(trace)): FrameContext | undefined {
@@ -159,7 +201,20 @@ export function frameContext(trace: Trace, frameId?: number, decoded: DecodedTra
     const t = normalizeLineText(source[n - 1] ?? '');
     if (t) textCount.set(t, (textCount.get(t) ?? 0) + 1);
   }
-  return { trace, decoded, facts, frame, source, body, textCount, runs: frameRuns(decoded, facts, frame) };
+  const ctx: FrameContext = {
+    trace,
+    decoded,
+    facts,
+    frame,
+    source,
+    body,
+    textCount,
+    runs: frameRuns(decoded, facts, frame),
+    covered: linesRun(decoded, frame.file),
+    lineMap: {},
+  };
+  ctx.lineMap = bodyLineMap(ctx);
+  return ctx;
 }
 
 export function lineText(ctx: FrameContext, line: number): string {
@@ -188,7 +243,7 @@ export function nextLineQuestion(ctx: FrameContext, run: Run, textMatched: boole
     line: run.line,
     lineText: lineText(ctx, run.line),
     k: run.k,
-    truth: { line: run.next, text, lines: bodyLineMap(ctx) },
+    truth: { line: run.next, text, lines: ctx.lineMap },
   };
 }
 
@@ -250,12 +305,15 @@ function pickVaried<T>(rng: Rng, items: readonly T[], n: number, groupOf: (t: T)
   return taken;
 }
 
-/** State questions whose answer is Nil: an assignment line of the function that never ran. */
-function nilQuestions(ctx: FrameContext): Question[] {
-  const covered = new Set(ctx.runs.map((r) => r.line));
+/**
+ * State questions whose answer is Nil: an assignment line of the function that
+ * never ran in any frame (a line of a nested function or of a recursive call
+ * that ran elsewhere is not Nil).
+ */
+export function nilQuestions(ctx: FrameContext): Question[] {
   const out: Question[] = [];
   for (const n of ctx.body.slice(1)) {
-    if (covered.has(n)) continue;
+    if (ctx.covered.has(n)) continue;
     const text = lineText(ctx, n);
     const m = ASSIGN_RE.exec(text);
     if (!m) continue;
@@ -274,7 +332,7 @@ function nilQuestions(ctx: FrameContext): Question[] {
   return out;
 }
 
-function stateAnyQuestions(ctx: FrameContext): Question[] {
+export function stateAnyQuestions(ctx: FrameContext): Question[] {
   const byKey = new Map<string, { line: number; name: string; values: Value[]; changed: boolean; exactAll: boolean }>();
   for (const run of ctx.runs) {
     if (run.after === undefined) continue;
@@ -307,8 +365,8 @@ function stateAnyQuestions(ctx: FrameContext): Question[] {
 
 const STATEMENT_RE = /^(?:return|raise|yield|break|continue|pass|del|assert|global|nonlocal|print|if|elif|for|while|with|[A-Za-z_][\w.]*\s*(?:=|\+=|-=|\*=|\/=|\(|\[))/;
 
-function coverageQuestions(ctx: FrameContext): Question[] {
-  const covered = new Set(ctx.runs.map((r) => r.line));
+/** Coverage of the function's lines in the whole run: a line of a nested function or a recursive call that ran counts. */
+export function coverageQuestions(ctx: FrameContext): Question[] {
   const out: Question[] = [];
   let open = 0;
   for (const n of ctx.body.slice(1)) {
@@ -326,7 +384,7 @@ function coverageQuestions(ctx: FrameContext): Question[] {
       frame: ctx.frame.id,
       line: n,
       lineText: text,
-      truth: { covered: covered.has(n) },
+      truth: { covered: ctx.covered.has(n) },
     });
   }
   return out;
@@ -367,13 +425,15 @@ export function inputQuestion(trace: Trace): Question | undefined {
 export function generateQuestions(trace: Trace, options: QuestionOptions = {}): Question[] {
   const rng = seededRng(options.seed ?? 0);
   const out: Question[] = [];
+  const confirmed = options.confirm;
+  const stable = (q: Question | undefined): q is Question => q !== undefined && (!confirmed || confirmed(q));
   if (options.output ?? true) {
     const q = outputQuestion(trace);
-    if (q) out.push(q);
+    if (stable(q)) out.push(q);
   }
   if (options.input) {
     const q = inputQuestion(trace);
-    if (q) out.push(q);
+    if (stable(q)) out.push(q);
   }
   const ctx = frameContext(trace, options.frame);
   if (!ctx) return out;
@@ -383,7 +443,7 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
   const maxNext = options.maxNextLine ?? 5;
   const nextCands = ctx.runs
     .map((run) => ({ run, q: nextLineQuestion(ctx, run, textMatched) }))
-    .filter((c): c is { run: Run; q: Question } => c.q !== undefined);
+    .filter((c): c is { run: Run; q: Question } => stable(c.q));
   const informative = (c: { run: Run }) =>
     HEADER_RE.test(lineText(ctx, c.run.line)) || c.run.next === -1 || c.run.next !== c.run.line + 1;
   const group = (c: { run: Run }) => `${c.run.line}->${c.run.next}`;
@@ -393,17 +453,24 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
   }
   out.push(...pickedNext.sort((a, b) => a.run.step - b.run.step).map((c) => c.q));
 
-  // State: mostly variables that change, a few that do not, at most maxNil Nil questions.
+  // State: mostly variables that change, at most `unchangedShare` of them
+  // about one that does not, at most maxNil Nil questions.
   const maxState = options.maxState ?? 5;
   if (maxState > 0) {
-    const cands = stateCandidates(ctx);
+    const all = stateCandidates(ctx);
+    const cands = confirmed ? all.filter((c) => stable(stateQuestion(ctx, c.run, c.name))) : all;
     const changed = cands.filter((c) => c.changed);
     const unchanged = cands.filter((c) => !c.changed);
-    const nils = rng.shuffle(nilQuestions(ctx)).slice(0, maxState >= 3 ? (options.maxNil ?? 1) : 0);
-    let nUnchanged = Math.min(unchanged.length, Math.max(maxState >= 3 ? 1 : 0, Math.round(maxState * (options.unchangedShare ?? 0.2))));
-    let nChanged = Math.min(changed.length, maxState - nUnchanged - nils.length);
-    // Fill up from whichever pool has more when the other runs short.
-    nUnchanged = Math.min(unchanged.length, maxState - nils.length - nChanged);
+    const nils = rng
+      .shuffle(nilQuestions(ctx).filter(stable))
+      .slice(0, maxState >= 3 ? (options.maxNil ?? 1) : 0);
+    const share = Math.min(1, Math.max(0, options.unchangedShare ?? 0.2));
+    // Room for round(share · maxState) unchanged ones (one of 5), the rest for changes.
+    const want = Math.min(unchanged.length, Math.round(maxState * share));
+    let nChanged = Math.min(changed.length, maxState - nils.length - want);
+    // Never past the share when the changes run short: u ≤ share·(u + rest) ⇔ u ≤ share·rest / (1 − share).
+    const cap = (rest: number) => (share >= 1 ? Infinity : Math.floor((share * rest) / (1 - share) + 1e-9));
+    const nUnchanged = Math.min(want, cap(nChanged + nils.length));
     nChanged = Math.min(changed.length, maxState - nils.length - nUnchanged);
     const picked = [
       ...pickVaried(rng, changed, nChanged, (c) => c.group),
@@ -417,10 +484,10 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
   }
 
   const maxAny = options.maxStateAny ?? 0;
-  if (maxAny > 0) out.push(...rng.shuffle(stateAnyQuestions(ctx)).slice(0, maxAny).sort(byLine));
+  if (maxAny > 0) out.push(...rng.shuffle(stateAnyQuestions(ctx).filter(stable)).slice(0, maxAny).sort(byLine));
   const maxCov = options.maxCoverage ?? 0;
   if (maxCov > 0) {
-    const cov = coverageQuestions(ctx);
+    const cov = coverageQuestions(ctx).filter(stable);
     // Both answers represented when both exist.
     const yes = rng.shuffle(cov.filter((q) => q.kind === 'coverage' && q.truth.covered));
     const no = rng.shuffle(cov.filter((q) => q.kind === 'coverage' && !q.truth.covered));

@@ -5,3 +5,5 @@ export { generateQuestions, entryFrame, functionLines, calleeOf, type QuestionOp
 export { nextStepQuestions, type NextStepOptions } from './nextStep';
 export { toGroundTruth, referenceAnswer, referenceLine } from './truth';
 export { seededRng, seedFrom, type Rng } from './rng';
+export { confirmIn, movedQuestions } from './confirm';
+export { triviality, isTrivialRun, TRIVIAL_MAX_LINES, type Triviality } from './teach';

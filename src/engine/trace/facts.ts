@@ -116,7 +116,7 @@ export class TraceFacts {
   }
 
   /** The run was cut short (a limit, a crash) or cannot be trusted: what came after is unknown. */
-  private endsEarly(): boolean {
+  endsEarly(): boolean {
     const k = this.trace.outcome.kind;
     return k === 'limit' || k === 'crashed' || k === 'tampered';
   }
