@@ -149,8 +149,10 @@ def check_standalone(code: str, entry: str, result: str, result_type: str, timeo
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-            exec(compile(code, "<sample>", "exec"), namespace)
-            value = eval(compile(entry, "<entry>", "eval"), namespace)
+            # dont_inherit: this file's `from __future__ import annotations`
+            # must not leak into the sample (a dataclass would see strings).
+            exec(compile(code, "<sample>", "exec", dont_inherit=True), namespace)
+            value = eval(compile(entry, "<entry>", "eval", dont_inherit=True), namespace)
     except _Timeout:
         return "standalone_timeout"
     except BaseException:
@@ -182,9 +184,14 @@ def _distribution_version(name: str):
         return None
     try:
         return metadata.version(name)
-    except Exception:  # noqa: B902 - unknown distribution
-        mod = sys.modules.get(name)
-        return getattr(mod, "__version__", None) if mod else None
+    except Exception:  # noqa: B902 - not an installed distribution: ask the module
+        import importlib
+
+        try:
+            version = getattr(importlib.import_module(name), "__version__", None)
+        except Exception:  # noqa: B902
+            return None
+        return version if isinstance(version, str) else None
 
 
 def sample_entry(call: dict) -> str:
