@@ -1,10 +1,16 @@
 """Records calls into a project's own module-level functions while its tests run.
 
-A `CallCapture` is a `sys.settrace` hook: on each call of a function defined
-at module level in a project source file (not a test file, not third-party
-code) it snapshots the arguments as Python literals, and on a normal return it
-snapshots the result. Calls whose arguments or result cannot be rebuilt from a
-literal are counted by reason and dropped, so harvesting can say what it lost.
+Invisible to the tests: a value is looked at only when every part of it is an
+exact built-in literal type (`type(v) is int`, never `isinstance`), so no code
+of the program runs (no `__repr__`, `__iter__`, `__len__`, `__class__`, no
+attribute access on its objects) and a test passes or fails as it does without
+the capture. Calls whose arguments or result cannot be rebuilt from a literal
+are counted by reason and dropped, so harvesting can say what it lost.
+
+Three backends, the same records: `sys.monitoring` (3.12+), code swapping
+(3.8-3.11: each candidate function's `__code__` becomes a one-line trampoline
+into the recorder, so only candidate calls cost anything) and `sys.settrace`
+(kept for comparison: one Python callback per call of the whole suite).
 
 Standard library only; Python 3.8+.
 """
@@ -12,16 +18,20 @@ Standard library only; Python 3.8+.
 from __future__ import annotations
 
 import ast
+import builtins
 import dis
+import fnmatch
 import json
 import os
 import sys
 import threading
+import types
 from collections import Counter
 
 # Generator, coroutine, async generator and iterable-coroutine frames suspend
 # and resume: one "call" is not one input -> one output.
-_SUSPENDING_FLAGS = 0x20 | 0x80 | 0x100 | 0x200
+_GENERATOR = 0x20
+_SUSPENDING_FLAGS = _GENERATOR | 0x80 | 0x100 | 0x200
 _VARARGS = 0x04
 _VARKEYWORDS = 0x08
 _RETURN_OPS = frozenset(
@@ -31,36 +41,91 @@ _RETURN_OPS = frozenset(
 DEFAULT_REPR_LIMIT = 1000
 DEFAULT_CONTAINER_LIMIT = 64
 DEFAULT_PER_FUNCTION = 16
+# Nested calls of one function that go through its trampoline before the
+# function runs its own code directly (each trampoline is one extra frame:
+# a deep recursion must not reach the recursion limit earlier than without us).
+_MAX_TRAMPOLINE_DEPTH = 8
+# The name the trampolines look up (builtins, after the module's globals).
+_HOOK_NAME = "__execverify_capture__"
+
+# Files whose functions are never samples: test modules, pytest's files, and
+# the helpers that sit next to them (`tests.py`, `test.py`).
+TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests.py", "test.py", "conftest.py")
+TEST_DIRS = ("tests", "test", "testing")
+
+# Reasons counted once per function; the others count calls.
+FUNCTION_REASONS = ("method_or_nested", "generator", "per_function_cap", "inspects_frames")
+# A function that looks at the stack (its caller's frame, a warning's
+# stacklevel) would see a trampoline's frame: it keeps its own code.
+_FRAME_NAMES = frozenset(["_getframe", "currentframe", "stack", "getouterframes", "getframeinfo", "f_back",
+                          "extract_stack", "print_stack", "walk_stack", "warn", "stacklevel"])
 
 
-def is_test_file(path: str) -> bool:
-    """Test modules and pytest config files: their functions are never samples."""
+def is_test_file(path: str, patterns=()) -> bool:
+    """Test modules, their helpers and pytest config files: their functions are never samples.
+    `patterns`: more file-name patterns the runner treats as tests (pytest's
+    `python_files`, unittest's discovery pattern)."""
     base = os.path.basename(path)
-    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+    if any(fnmatch.fnmatchcase(base, p) for p in TEST_FILE_PATTERNS + tuple(patterns)):
         return True
     parts = os.path.normpath(path).split(os.sep)
-    return any(p in ("tests", "test", "testing") for p in parts[:-1])
+    return any(p in TEST_DIRS for p in parts[:-1])
+
+
+_SCALARS = frozenset([int, float, complex, bool, type(None)])
+_TEXTS = frozenset([str, bytes])
+_SEQUENCES = frozenset([list, tuple, set, frozenset])
+
+
+def _plain(value, limit: int, depth: int):
+    """None when `value` is made of exact built-in literal types only and small
+    enough, else the reason. Looks at types with `type()` and walks built-in
+    containers only: nothing here can run the program's code."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if kind in _TEXTS:
+        return None if len(value) <= limit * 16 else "too_large"
+    if depth >= 8:
+        return "too_large"
+    if kind in _SEQUENCES:
+        if len(value) > limit:
+            return "too_large"
+        for item in value:
+            why = _plain(item, limit, depth + 1)
+            if why:
+                return why
+        return None
+    if kind is dict:
+        if len(value) > limit:
+            return "too_large"
+        for key, item in value.items():
+            why = _plain(key, limit, depth + 1) or _plain(item, limit, depth + 1)
+            if why:
+                return why
+        return None
+    return "not_literal"
 
 
 def literal_repr(value, repr_limit: int = DEFAULT_REPR_LIMIT, container_limit: int = DEFAULT_CONTAINER_LIMIT):
     """Returns (repr, None) when `value` round-trips through a literal, else (None, reason).
 
     Round-trip means `repr(ast.literal_eval(repr(v))) == repr(v)` and the same
-    type, so `True` never stands in for `1` and a subclass never passes as its base.
+    type, so `True` never stands in for `1` and a subclass never passes as its
+    base. Only exact built-in types are rendered: a subclass, a user object or
+    anything holding one is `not_literal` without being touched.
     """
-    if not _small_enough(value, container_limit, 0):
-        return None, "too_large"
     try:
-        text = repr(value)
-    except Exception:
+        why = _plain(value, container_limit, 0)
+        if why:
+            return None, why
+        text = repr(value)  # built-in types only: no program code runs
+    except Exception:  # a container changed size under us (another thread)
         return None, "repr_failed"
     if len(text) > repr_limit:
         return None, "too_large"
     try:
         back = eval_literal(text)
-    except Exception:
-        return None, "not_literal"
-    try:
         if type(back) is not type(value) or repr(back) != text:
             return None, "not_literal"
     except Exception:
@@ -94,68 +159,65 @@ def eval_literal(text: str):
     return eval(compile(tree, "<literal>", "eval"), {"__builtins__": {}}, dict(_SET_BUILDERS))
 
 
-def _small_enough(value, limit: int, depth: int) -> bool:
-    # Checked before repr() so a huge list never gets rendered just to be dropped.
-    if depth > 8:
-        return False
-    if isinstance(value, (list, tuple, set, frozenset)):
-        if len(value) > limit:
-            return False
-        return all(_small_enough(v, limit, depth + 1) for v in value)
-    if isinstance(value, dict):
-        if len(value) > limit:
-            return False
-        return all(_small_enough(k, limit, depth + 1) and _small_enough(v, limit, depth + 1) for k, v in value.items())
-    if isinstance(value, (str, bytes)):
-        return len(value) <= limit * 16
-    return True
-
-
-def _call_expr(name: str, code, frame_locals, repr_limit: int, container_limit: int):
-    """Rebuilds the call `name(...)` from a frame's arguments at entry, or (None, reason)."""
-    n_pos = code.co_argcount
-    n_kwonly = code.co_kwonlyargcount
+def _signature(code):
+    """(positional names, positional-only count, *name, keyword-only names, **name) of a code object."""
     names = code.co_varnames
+    n_pos = code.co_argcount
+    n_kw = code.co_kwonlyargcount
+    index = n_pos + n_kw
+    star = dstar = None
+    if code.co_flags & _VARARGS:
+        star = names[index]
+        index += 1
+    if code.co_flags & _VARKEYWORDS:
+        dstar = names[index]
+    return names[:n_pos], getattr(code, "co_posonlyargcount", 0), star, names[n_pos:n_pos + n_kw], dstar
+
+
+def _call_text(name: str, positional, keywords, repr_limit: int, container_limit: int):
+    """`name(p1, p2, k=v)` from the argument values, or (None, reason)."""
     parts = []
-    for param in names[:n_pos]:
-        if param not in frame_locals:
-            return None, "args_unavailable"
-        text, why = literal_repr(frame_locals[param], repr_limit, container_limit)
+    for value in positional:
+        text, why = literal_repr(value, repr_limit, container_limit)
         if text is None:
             return None, "args_" + why
         parts.append(text)
-    index = n_pos + n_kwonly
-    kw_parts = []
-    for param in names[n_pos:index]:
-        text, why = literal_repr(frame_locals.get(param), repr_limit, container_limit)
+    for key, value in keywords:
+        if type(key) is not str or not key.isidentifier():
+            return None, "args_not_literal"
+        text, why = literal_repr(value, repr_limit, container_limit)
         if text is None:
             return None, "args_" + why
-        kw_parts.append("%s=%s" % (param, text))
-    if code.co_flags & _VARARGS:
-        extra = frame_locals.get(names[index], ())
-        index += 1
-        for item in extra:
-            text, why = literal_repr(item, repr_limit, container_limit)
-            if text is None:
-                return None, "args_" + why
-            parts.append(text)
-    if code.co_flags & _VARKEYWORDS:
-        extra = frame_locals.get(names[index], {})
-        for key, item in extra.items():
-            if not (isinstance(key, str) and key.isidentifier()):
-                return None, "args_not_literal"
-            text, why = literal_repr(item, repr_limit, container_limit)
-            if text is None:
-                return None, "args_" + why
-            kw_parts.append("%s=%s" % (key, text))
-    expr = "%s(%s)" % (name, ", ".join(parts + kw_parts))
+        parts.append("%s=%s" % (key, text))
+    expr = "%s(%s)" % (name, ", ".join(parts))
     if len(expr) > repr_limit * 2:
         return None, "args_too_large"
     return expr, None
 
 
+def _frame_arguments(code, frame_locals):
+    """(positional values, keyword pairs) of a frame at entry, or None when one is missing."""
+    pos, _posonly, star, kwonly, dstar = _signature(code)
+    try:
+        positional = [frame_locals[p] for p in pos]
+        keywords = [(k, frame_locals[k]) for k in kwonly]
+    except KeyError:
+        return None
+    if star:
+        extra = frame_locals.get(star, ())
+        if type(extra) is not tuple:
+            return None
+        positional += list(extra)
+    if dstar:
+        extra = frame_locals.get(dstar, {})
+        if type(extra) is not dict:
+            return None
+        keywords += list(extra.items())
+    return positional, keywords
+
+
 def _returned_normally(frame) -> bool:
-    # A "return" profile event also fires when an exception leaves the frame;
+    # A "return" trace event also fires when an exception leaves the frame;
     # only then does the last instruction differ from a return opcode.
     code = frame.f_code.co_code
     i = frame.f_lasti
@@ -164,13 +226,52 @@ def _returned_normally(frame) -> bool:
     return code[i] in _RETURN_OPS
 
 
+def _trampoline(code, index: int, kind: str):
+    """A code object with `code`'s name, signature, file and first line whose
+    body is one line: into the recorder (`call`), or once into the counter
+    for a method or generator (`once`). None when it cannot be built."""
+    if code.co_freevars:
+        return None  # a closure's code must keep its free variables (a method using super())
+    name = code.co_name
+    pos, posonly, star, kwonly, dstar = _signature(code)
+    every = list(pos) + list(kwonly) + [n for n in (star, dstar) if n]
+    if not name.isidentifier() or _HOOK_NAME in every:
+        return None
+    params = list(pos[:posonly]) + (["/"] if posonly else []) + list(pos[posonly:])
+    if star:
+        params.append("*" + star)
+    elif kwonly:
+        params.append("*")
+    params += list(kwonly)
+    if dstar:
+        params.append("**" + dstar)
+    forward = list(pos) + (["*" + star] if star else []) + ["%s=%s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else [])
+    hook = _HOOK_NAME
+    if kind == "call":
+        items = list(pos) + (["*" + star] if star else [])
+        args = "(%s)" % "".join(item + ", " for item in items)
+        kw = "{%s}" % ", ".join(["%r: %s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else []))
+        body = "return %s.leave(%s.enter(%d, %s, %s), %s.t[%d](%s))" % (hook, hook, index, args, kw, hook, index, ", ".join(forward))
+    elif kind == "generator":
+        body = "return (yield from %s.once(%d)(%s))" % (hook, index, ", ".join(forward))
+    else:
+        body = "return %s.once(%d)(%s)" % (hook, index, ", ".join(forward))
+    source = "def %s(%s): %s\n" % (name, ", ".join(params), body)
+    try:
+        module = compile(source, code.co_filename, "exec", dont_inherit=True)
+    except SyntaxError:
+        return None
+    made = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    changes = {"co_firstlineno": code.co_firstlineno}
+    if hasattr(code, "co_qualname"):
+        changes["co_qualname"] = code.co_qualname
+    return made.replace(**changes)
+
+
 class CallCapture:
     """Collects literal (call, result) pairs for module-level functions under `root`.
 
-    Two backends with the same results: `sys.monitoring` on Python 3.12+
-    (code that is not a candidate is switched off after its first call, so the
-    tests run near full speed), `sys.settrace` before (one callback per Python
-    call). Drop counts: `method_or_nested`, `generator` and `per_function_cap`
+    Drop counts: `method_or_nested`, `generator` and `per_function_cap`
     count functions; every other reason counts calls.
     """
 
@@ -182,44 +283,71 @@ class CallCapture:
         container_limit: int = DEFAULT_CONTAINER_LIMIT,
         max_calls: int = 0,
         backend: str = "auto",
+        test_patterns=(),
     ):
         self.root = os.path.realpath(root)
         self.per_function = per_function
         self.repr_limit = repr_limit
         self.container_limit = container_limit
         self.max_calls = max_calls
+        self.test_patterns = tuple(test_patterns)
+        self.test_files = set()  # relative paths the runner collected as tests
         self.calls = []
         self.drops = Counter()
         self.current_test = None
         if backend == "auto":
-            backend = "monitoring" if hasattr(sys, "monitoring") else "settrace"
+            backend = "monitoring" if hasattr(sys, "monitoring") else "trampoline"
+        if backend not in ("monitoring", "trampoline", "settrace"):
+            raise ValueError("unknown capture backend %r" % backend)
         self.backend = backend
+        self._fn_drops = {reason: set() for reason in FUNCTION_REASONS}
         self._code_info = {}  # id(code) -> (code, (file, name) | reason | None)
-        self._capped = set()
         self._seen = set()
         self._per_function = Counter()
+        self._begun = 0
+        self._finished = 0
         self._pending = {}  # id(frame) -> (info, line, expr), monitoring backend
         self._previous = None
         self._tool = None
+        # trampoline backend
+        self.t = []  # index -> the function with its own code (what a trampoline calls)
+        self._slots = []  # index -> [function, original code, trampoline code, info, depth, kind]
+        self._modules = set()  # ids of modules already looked at
+        self._local = set()  # ids of modules under root (tests included): their globals are looked at too
+        self._keep = []
+        self._hook_installed = False
+        self._running = False
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
+        self._running = True
         if self.backend == "monitoring":
             self._start_monitoring()
-            return
-        # settrace rather than setprofile: the global trace function sees only
-        # Python-level calls (no c_call storm), and a frame that is not a
-        # candidate gets no further events at all.
-        self._previous = sys.gettrace()
-        threading.settrace(self._on_call)
-        sys.settrace(self._on_call)
+        elif self.backend == "trampoline":
+            setattr(builtins, _HOOK_NAME, self)
+            self._hook_installed = True
+            self.instrument()
+        else:
+            self._previous = sys.gettrace()
+            threading.settrace(self._on_call)
+            sys.settrace(self._on_call)
 
     def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
         if self.backend == "monitoring":
             self._stop_monitoring()
-            return
-        sys.settrace(self._previous)
-        threading.settrace(None)
+        elif self.backend == "trampoline":
+            for slot in self._slots:
+                if slot[0].__code__ is slot[2]:
+                    slot[0].__code__ = slot[1]
+            if self._hook_installed and getattr(builtins, _HOOK_NAME, None) is self:
+                delattr(builtins, _HOOK_NAME)
+            self._hook_installed = False
+        else:
+            sys.settrace(self._previous)
+            threading.settrace(None)
 
     def __enter__(self):
         self.start()
@@ -229,23 +357,43 @@ class CallCapture:
         self.stop()
         return False
 
-    # -- deciding about one call -------------------------------------------
-    def _classify(self, frame):
-        """(relative file, name) for a capturable function, or a drop reason, or None."""
-        code = frame.f_code
-        path = code.co_filename
+    def test_started(self, test_id) -> None:
+        """Called by the runner before each test: which test calls belong to,
+        and (trampoline backend) a look at modules imported since the last one."""
+        self.current_test = test_id
+        if self.backend == "trampoline" and self._running:
+            self.instrument()
+
+    def add_test_files(self, paths) -> None:
+        """Files the runner collected tests from: never sources of samples."""
+        for path in paths:
+            real = os.path.realpath(str(path))
+            if real.startswith(self.root + os.sep):
+                self.test_files.add(os.path.relpath(real, self.root))
+        self._code_info.clear()
+
+    # -- which code is a candidate -----------------------------------------
+    def _project_file(self, path):
+        """The path relative to root of a project source file (not a test), else None."""
         if not path or path.startswith("<"):
             return None
         real = os.path.realpath(path)
         if not (real.startswith(self.root + os.sep) and real.endswith(".py")):
             return None
         rel = os.path.relpath(real, self.root)
+        if rel in self.test_files or is_test_file(rel, self.test_patterns):
+            return None
+        return rel
+
+    def _classify(self, code, module_globals):
+        """(relative file, name) for a capturable function, or a drop reason, or None."""
+        rel = self._project_file(code.co_filename)
         name = code.co_name
-        if is_test_file(rel) or name.startswith("<"):
+        if rel is None or name.startswith("<"):
             return None  # tests; comprehensions, lambdas, module bodies
         if code.co_flags & _SUSPENDING_FLAGS:
             return "generator"
-        target = frame.f_globals.get(name)
+        target = module_globals.get(name)
         if getattr(target, "__code__", None) is not code:
             return "method_or_nested"
         return (rel, name)
@@ -257,43 +405,47 @@ class CallCapture:
         # a recycled id is detected.
         cached = self._code_info.get(id(code))
         if cached is None or cached[0] is not code:
-            info = self._classify(frame)
+            info = self._classify(code, frame.f_globals)
             if info.__class__ is str:
-                self.drops[info] += 1  # counted once per function
+                self._fn_drop(info, (code.co_filename, code.co_firstlineno, code.co_name))
             cached = (code, info)
             self._code_info[id(code)] = cached
         return cached[1]
 
-    def _begin(self, frame, info):
+    def _fn_drop(self, reason, key) -> None:
+        self._fn_drops[reason].add(key if isinstance(key, str) else "%s:%s:%s" % key)
+
+    # -- recording one call ---------------------------------------------------
+    def _begin(self, info, line, positional, keywords):
         """The pending call (info, line, expr) to finish at return, or None (counted why)."""
         if self._per_function[info] >= self.per_function:
-            if info not in self._capped:
-                self._capped.add(info)
-                self.drops["per_function_cap"] += 1
+            self._fn_drop("per_function_cap", "%s:%s" % info)
             return None
         if self.max_calls and len(self.calls) >= self.max_calls:
             self.drops["capture_cap"] += 1
             return None
-        code = frame.f_code
-        expr, why = _call_expr(info[1], code, frame.f_locals, self.repr_limit, self.container_limit)
+        expr, why = _call_text(info[1], positional, keywords, self.repr_limit, self.container_limit)
         if expr is None:
             self.drops[why] += 1
             return None
         if (info[0], expr) in self._seen:
             self.drops["duplicate_call"] += 1
             return None
-        return (info, code.co_firstlineno, expr)
+        self._begun += 1
+        return (info, line, expr)
 
-    def _finish(self, pending, value) -> None:
+    def _finish(self, pending, value) -> bool:
+        """Records a returned call; True when its function has reached the cap."""
+        self._finished += 1
         info, line, expr = pending
         path, name = info
         if (path, expr) in self._seen:
             self.drops["duplicate_call"] += 1  # a recursive call finished first with the same input
-            return
+            return False
         text, why = literal_repr(value, self.repr_limit, self.container_limit)
         if text is None:
             self.drops["result_" + why] += 1
-            return
+            return False
         self._seen.add((path, expr))
         self._per_function[info] += 1
         self.calls.append(
@@ -307,25 +459,162 @@ class CallCapture:
                 "test": self.current_test,
             }
         )
+        return self._per_function[info] >= self.per_function
 
-    # -- settrace backend (Python < 3.12) ----------------------------------
+    # -- trampoline backend (Python 3.8-3.11) --------------------------------
+    def instrument(self) -> int:
+        """Swaps in trampolines for the functions of project modules imported
+        since the last look; returns how many modules were new."""
+        new = 0
+        modules = list(sys.modules.values())
+        # Modules kept outside sys.modules by the tests (a fresh import held in
+        # a test module's global, as CPython's own tests do) are found there.
+        for holder in [m for m in modules if id(m) in self._local]:
+            modules += [v for v in list(vars(holder).values()) if type(v) is types.ModuleType]
+        for module in modules:
+            if id(module) in self._modules or type(module) is not types.ModuleType:
+                continue
+            self._modules.add(id(module))
+            self._keep.append(module)
+            try:
+                path = module.__dict__.get("__file__") or ""
+                real = os.path.realpath(path)
+                if path and real.startswith(self.root + os.sep):
+                    self._local.add(id(module))
+                rel = self._project_file(path)
+            except Exception:
+                continue
+            if rel is None:
+                continue
+            new += 1
+            self._instrument_module(module, rel)
+        for slot in self._slots:
+            slot[4] = 0  # a new test: no trampoline frame of an earlier one is live
+            if slot[5] == "call" and slot[0].__code__ is slot[1] and self._per_function[slot[3]] < self.per_function:
+                slot[0].__code__ = slot[2]  # suspended by a deep recursion in the last test
+        return new
+
+    def _instrument_module(self, module, rel) -> None:
+        namespace = module.__dict__
+        real = os.path.realpath(namespace.get("__file__") or "")
+        seen = set()
+
+        def own(fn):
+            code = getattr(fn, "__code__", None)
+            return (type(fn) is types.FunctionType and id(fn) not in seen and code is not None
+                    and os.path.realpath(code.co_filename) == real)
+
+        for value in list(namespace.values()):
+            if type(value) is types.FunctionType and own(value):
+                seen.add(id(value))
+                code = value.__code__
+                if code.co_name.startswith("<"):
+                    continue
+                if code.co_flags & _SUSPENDING_FLAGS:
+                    if code.co_flags & _GENERATOR:
+                        self._swap(value, "generator", ("generator", "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+                    continue
+                if namespace.get(code.co_name) is value:
+                    if _FRAME_NAMES.intersection(code.co_names):
+                        self._fn_drop("inspects_frames", "%s:%s" % (rel, code.co_name))
+                        continue
+                    self._swap(value, "call", (rel, code.co_name))
+                else:
+                    self._swap(value, "once", ("method_or_nested", "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+            elif isinstance(value, type) and namespace.get("__name__") == value.__dict__.get("__module__"):
+                self._instrument_class(value, own, seen, 0)
+
+    def _instrument_class(self, cls, own, seen, depth) -> None:
+        if depth > 3:
+            return
+        for value in list(cls.__dict__.values()):
+            if type(value) in (staticmethod, classmethod):
+                value = value.__func__
+            if type(value) is types.FunctionType and own(value):
+                seen.add(id(value))
+                code = value.__code__
+                if code.co_flags & _SUSPENDING_FLAGS and not code.co_flags & _GENERATOR:
+                    continue
+                self._swap(value, "generator" if code.co_flags & _GENERATOR else "once",
+                           ("generator" if code.co_flags & _GENERATOR else "method_or_nested",
+                            "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+            elif isinstance(value, type) and value.__dict__.get("__module__") == cls.__dict__.get("__module__"):
+                self._instrument_class(value, own, seen, depth + 1)
+
+    def _swap(self, fn, kind, info) -> None:
+        if kind == "call" and self._per_function[info] >= self.per_function:
+            return
+        index = len(self._slots)
+        original = fn.__code__
+        code = _trampoline(original, index, kind)
+        if code is None:
+            return
+        if kind == "call":
+            target = types.FunctionType(original, fn.__globals__, fn.__name__, None, fn.__closure__)
+            target.__qualname__ = fn.__qualname__
+        else:
+            target = fn
+        try:
+            fn.__code__ = code
+        except (ValueError, TypeError):
+            return
+        self.t.append(target)
+        self._slots.append([fn, original, code, info, 0, kind])
+
+    def enter(self, index, positional, keywords):
+        """First half of a trampoline: the pending call or None. Never raises."""
+        try:
+            slot = self._slots[index]
+            slot[4] += 1
+            if slot[4] >= _MAX_TRAMPOLINE_DEPTH:
+                slot[0].__code__ = slot[1]  # deeper calls run the function's own code directly
+            return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items()))
+        except Exception:
+            self.drops["capture_error"] += 1
+            return None
+
+    def leave(self, pending, value):
+        """Second half of a trampoline: records the result, returns it untouched."""
+        try:
+            if pending is not None:
+                slot = self._slots[pending[0]]
+                slot[4] -= 1
+                if pending[1] is not None and self._finish(pending[1], value):
+                    slot[0].__code__ = slot[1]  # capped: the function runs at full speed from now on
+                    self._fn_drop("per_function_cap", "%s:%s" % slot[3])
+        except Exception:
+            self.drops["capture_error"] += 1
+        return value
+
+    def once(self, index):
+        """A method's or generator's first call: counted, then its own code is back."""
+        slot = self._slots[index]
+        try:
+            slot[0].__code__ = slot[1]
+            self._fn_drop(*slot[3])
+        except Exception:
+            self.drops["capture_error"] += 1
+        return slot[0]
+
+    # -- settrace backend ------------------------------------------------------
     def _on_call(self, frame, event, arg):
         if event != "call":
             return None
         info = self._info(frame)
         if info is None or info.__class__ is str:
             return None
-        pending = self._begin(frame, info)
+        got = _frame_arguments(frame.f_code, frame.f_locals)
+        if got is None:
+            self.drops["args_unavailable"] += 1
+            return None
+        pending = self._begin(info, frame.f_code.co_firstlineno, *got)
         if pending is None:
             return None
         frame.f_trace_lines = False
 
         def on_event(frame, event, arg):
-            if event == "return":
-                if _returned_normally(frame):
-                    self._finish(pending, arg)
-                else:
-                    self.drops["raised"] += 1
+            if event == "return" and _returned_normally(frame):
+                self._finish(pending, arg)
             return on_event
 
         return on_event
@@ -363,13 +652,18 @@ class CallCapture:
         if frame.f_code is not code:
             return None
         info = self._info(frame)
-        if info is None or info.__class__ is str or info in self._capped:
+        if info is None or info.__class__ is str:
             return sys.monitoring.DISABLE  # never a candidate again: no more events from here
-        pending = self._begin(frame, info)
+        if self._per_function[info] >= self.per_function:
+            self._fn_drop("per_function_cap", "%s:%s" % info)
+            return sys.monitoring.DISABLE
+        got = _frame_arguments(code, frame.f_locals)
+        if got is None:
+            self.drops["args_unavailable"] += 1
+            return None
+        pending = self._begin(info, code.co_firstlineno, *got)
         if pending is not None:
             self._pending[id(frame)] = pending
-        elif info in self._capped:
-            return sys.monitoring.DISABLE
         return None
 
     def _mon_return(self, code, offset, value):
@@ -381,17 +675,46 @@ class CallCapture:
         return None
 
     def _mon_unwind(self, code, offset, exc):
-        if self._pending and self._pending.pop(id(sys._getframe(1)), None) is not None:
-            self.drops["raised"] += 1
+        if self._pending:
+            self._pending.pop(id(sys._getframe(1)), None)
 
     # -- output ------------------------------------------------------------
+    def counts(self) -> dict:
+        """Drop counts by reason (a raised call began and never returned)."""
+        drops = Counter(self.drops)
+        raised = self._begun - self._finished
+        if raised > 0:
+            drops["raised"] += raised
+        for reason, keys in self._fn_drops.items():
+            if keys:
+                drops[reason] = len(keys)
+        return {k: v for k, v in sorted(drops.items()) if v}
+
+    def preload(self, lines) -> None:
+        """Continues an earlier, interrupted capture: its calls, seen inputs,
+        per-function counts and drops (from its JSON lines)."""
+        for line in lines:
+            if line.get("kind") == "call":
+                call = {k: v for k, v in line.items() if k != "kind"}
+                self.calls.append(call)
+                self._seen.add((call["file"], call["entry"]))
+                self._per_function[(call["file"], call["function"])] += 1
+            elif line.get("kind") == "summary":
+                fn = line.get("droppedFunctions") or {}
+                for reason, value in (line.get("drops") or {}).items():
+                    if reason not in FUNCTION_REASONS:
+                        self.drops[reason] += value
+                for reason in FUNCTION_REASONS:
+                    self._fn_drops[reason].update(fn.get(reason, ()))
+
     def write(self, path: str, extra=None) -> None:
         """Writes one JSON line per call, then one summary line (`kind: "summary"`)."""
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as out:
             for call in self.calls:
                 out.write(json.dumps(dict(call, kind="call")) + "\n")
-            summary = {"kind": "summary", "calls": len(self.calls), "drops": dict(self.drops)}
+            summary = {"kind": "summary", "calls": len(self.calls), "drops": self.counts(), "backend": self.backend,
+                       "droppedFunctions": {r: sorted(k) for r, k in self._fn_drops.items() if k}}
             if extra:
                 summary.update(extra)
             out.write(json.dumps(summary) + "\n")

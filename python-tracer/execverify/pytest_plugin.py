@@ -3,6 +3,7 @@
 Enable with `pytest -p execverify.pytest_plugin --execverify-capture=OUT.jsonl
 --execverify-root=PROJECT_DIR`. Without `--execverify-capture` it does nothing.
 The output is the JSON-lines format of `execverify.capture.CallCapture.write`.
+`python -m execverify.harvest capture` registers a `CapturePlugin` itself.
 """
 
 from __future__ import annotations
@@ -11,7 +12,70 @@ import os
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
 
-_CONFIG: list = []  # the config the plugin was set up with (one pytest session per process)
+
+class CapturePlugin:
+    """Counts tests, failures (setup and teardown errors included) and
+    collection errors, names the test each call belongs to, keeps the
+    collected test files out of the samples, and skips the tests an
+    interrupted run already finished (`done_before`)."""
+
+    def __init__(self, capture, done_before=()):
+        self.capture = capture
+        self.done_before = set(done_before)
+        self.done = set()
+        self.tests = 0
+        self.failures = 0
+        self.errors = []
+        self.interrupted = False
+        self.configured = False
+        self._failed = set()
+
+    def pytest_configure(self, config):
+        self.configured = True
+        if self.capture is not None:
+            self.capture.test_patterns += tuple(config.getini("python_files") or ())
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            from .project_tests import _error_lines
+
+            text = getattr(report, "longreprtext", "") or str(report.longrepr)
+            self.errors.append({"where": report.nodeid or ".", "lines": _error_lines(text, True)})
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        if self.done_before:
+            skipped = [item for item in items if item.nodeid in self.done_before]
+            if skipped:
+                items[:] = [item for item in items if item.nodeid not in self.done_before]
+                config.hook.pytest_deselected(items=skipped)
+        if self.capture is not None:
+            self.capture.add_test_files({str(getattr(item, "path", None) or item.fspath) for item in items})
+
+    def pytest_runtest_setup(self, item):
+        if self.capture is not None:
+            self.capture.test_started(item.nodeid)
+
+    def pytest_runtest_call(self, item):
+        if self.capture is not None:
+            self.capture.test_started(item.nodeid)  # modules a fixture imported
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "setup":
+            self.tests += 1
+        if report.failed and report.nodeid not in self._failed:
+            self._failed.add(report.nodeid)
+            self.failures += 1
+        if report.when == "teardown":
+            from .project_tests import _stopping
+
+            if not _stopping.is_set() and not self.interrupted:
+                self.done.add(report.nodeid)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.interrupted = True
+
+
+_DIRECT: list = []  # (plugin, out) when enabled with --execverify-capture
 
 
 def pytest_addoption(parser):
@@ -29,32 +93,18 @@ def pytest_configure(config):
         return
     root = config.getoption("--execverify-root") or str(config.rootpath if hasattr(config, "rootpath") else config.rootdir)
     capture = CallCapture(root, per_function=config.getoption("--execverify-per-function"))
-    config._execverify_capture = (capture, os.path.abspath(out))
-    _CONFIG[:] = [config]
+    plugin = CapturePlugin(capture)
+    config.pluginmanager.register(plugin, "execverify-capture")
+    plugin.pytest_configure(config)
+    _DIRECT[:] = [(plugin, os.path.abspath(out))]
     capture.start()
 
 
-def pytest_runtest_call(item):
-    state = getattr(item.config, "_execverify_capture", None)
-    if state is not None:
-        state[0].current_test = item.nodeid
-
-
 def pytest_unconfigure(config):
-    state = getattr(config, "_execverify_capture", None)
-    if state is None:
+    if not _DIRECT:
         return
-    capture, out = state
-    capture.stop()
-    capture.write(out, {"runner": "pytest", "testsRun": getattr(config, "_execverify_tests", 0),
-                        "testFailures": getattr(config, "_execverify_failures", 0)})
-
-
-def pytest_runtest_logreport(report):
-    config = _CONFIG[0] if _CONFIG else None
-    if config is None or report.when != "call":
-        return
-    config._execverify_tests = getattr(config, "_execverify_tests", 0) + 1
-    if report.failed:
-        config._execverify_failures = getattr(config, "_execverify_failures", 0) + 1
-
+    plugin, out = _DIRECT.pop()
+    plugin.capture.stop()
+    plugin.capture.write(out, {"runner": "pytest", "testsRun": plugin.tests, "testFailures": plugin.failures,
+                               "collectionErrors": len(plugin.errors), "errors": plugin.errors,
+                               "interrupted": plugin.interrupted, "complete": not plugin.interrupted})
