@@ -54,12 +54,14 @@ def _answer_lines(block: str) -> List[str]:
 
 
 def strip_trailing_period(text: str) -> str:
-    """`5.` stays a float-looking answer only if it parses; a sentence period is dropped."""
+    """`5.` stays a float-looking answer only if it parses; a sentence period is dropped.
+
+    `-1.` is the end-of-function answer `-1` with a sentence period, like any other answer."""
     s = text.strip()
     if s.endswith(".") and not s.endswith(".."):
         head = s[:-1].rstrip()
         # `5.` is a valid float literal; keep it when dropping the dot changes nothing but type.
-        if head and not re.match(r"^-?\d+$", head):
+        if head and (head == "-1" or not re.match(r"^-?\d+$", head)):
             return head
     return s
 

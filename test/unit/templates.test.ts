@@ -28,7 +28,7 @@ test('every built-in template file is versioned and valid', () => {
     const t = TemplateSchema.parse(JSON.parse(readFileSync(join(dir, f), 'utf8')));
     assert.ok(t.version >= 1, f);
   }
-  assert.deepEqual(BUILTIN_TEMPLATES.map((t) => t.name).sort(), ['cruxeval-input', 'cruxeval-output', 'execverify', 'next-step', 'reval']);
+  assert.deepEqual(BUILTIN_TEMPLATES.map((t) => t.name).sort(), ['cruxeval-input', 'cruxeval-output', 'execverify', 'execverify-authors', 'next-step', 'reval']);
 });
 
 test('ExecVerify mixed prompt: Question1 is the assertion, then numbered questions, code before questions', () => {
@@ -65,6 +65,27 @@ test('CRUXEval prompts have the official shape and stop at [/ANSWER]', () => {
   assert.ok(asText(inp.prompt).endsWith('assert f(??) == 3\n[/PYTHON]\n[ANSWER]\n'));
   // A completion in the official shape parses back to the answer.
   assert.deepEqual(parseAnswers(inp.format, 'assert f([3]) == 3\n[/ANSWER]'), ['f([3])']);
+});
+
+test("the ExecVerify authors' layout: a system turn, a numbered listing ending with the assertion, a worked example, reasoning before the answer, runs counted 'for the 2 time'", () => {
+  const t = byName('execverify-authors');
+  const { prompts } = renderPrompts(t, QS, { code: CODE, call: 'f([1, 2])' });
+  assert.equal(prompts.length, 1);
+  const p = prompts[0]!.prompt;
+  assert.equal(p.kind, 'chat');
+  const messages = p.kind === 'chat' ? p.messages : [];
+  assert.equal(messages[0]!.role, 'system');
+  const user = messages[1]!.content;
+  // The program to simulate is the last listing: its lines numbered, the assertion its last line.
+  const listing = user.slice(user.lastIndexOf('```python'));
+  assert.match(listing, /1 {2}def f\(xs\):\n2 {6}total = 0\n3 {6}for x in xs:\n4 {10}total \+= x\n5 {6}return total\n6 {2}assert f\(\[1, 2\]\) == \?\?\?\?\n```/);
+  // One worked example before it, with its reasoning block and its answers.
+  assert.ok(user.indexOf('<reasoning>') < user.indexOf('<answer>') && user.indexOf('</answer>') < user.lastIndexOf('```python'));
+  assert.match(user, /Question1: Fill the assertion statement\.\nQuestion2: Which line is executed next after line 3 `for x in xs:` is executed for the 1 time\?\nQuestion3: What are the value and type of `total` after line 4 `total \+= x` is executed for the 2 time\?$/);
+  assert.equal(prompts[0]!.format, 'execverify');
+  // A response in that layout is read by the same parser: the worked example's answer block is not the response's.
+  const response = '<reasoning>\ntotal goes 0, 1, 3.\n</reasoning>\n<answer>\nassert f([1, 2]) == 3\ntotal += x\n3; int\n</answer>';
+  assert.deepEqual(parseAnswers('execverify', response), ['3', 'total += x', '3; int']);
 });
 
 test('the next-step prompt numbers the code, states the stop and asks for JSON', () => {

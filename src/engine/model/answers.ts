@@ -60,12 +60,12 @@ function answerLines(block: string): string[] {
   return out;
 }
 
-/** A sentence period is dropped; `5.` (a float literal) is kept. */
+/** A sentence period is dropped; `5.` (a float literal) is kept; `-1.` is the end-of-function answer `-1` with a period. */
 export function stripTrailingPeriod(text: string): string {
   const s = pyStrip(text);
   if (s.endsWith('.') && !s.endsWith('..')) {
     const head = pyStrip(s.slice(0, -1));
-    if (head && !/^-?\d+$/.test(head)) return head;
+    if (head && (head === '-1' || !/^-?\d+$/.test(head))) return head;
   }
   return s;
 }

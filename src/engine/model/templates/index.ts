@@ -7,13 +7,14 @@ import { chatPrompt, textPrompt, type Prompt } from '../prompt';
 import { AnswerFormatSchema, type AnswerFormat } from '../answers';
 import type { Question, QuestionKind } from '../../questions/schema';
 import execverify from './execverify.json';
+import execverifyAuthors from './execverify-authors.json';
 import reval from './reval.json';
 import cruxevalOutput from './cruxeval-output.json';
 import cruxevalInput from './cruxeval-input.json';
 import nextStep from './next-step.json';
 
 const KINDS = ['output', 'input', 'next_line', 'state', 'state_any', 'coverage'] as const;
-const PROMPT_FIELDS = ['code', 'code_numbered', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'locals', 'questions'];
+const PROMPT_FIELDS = ['code', 'code_numbered', 'code_numbered_assert', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'locals', 'questions'];
 const QUESTION_FIELDS = ['n', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'var'];
 const PLACEHOLDER_RE = /\{\{(\w+)\}\}/g;
 
@@ -48,9 +49,9 @@ export const TemplateSchema = z
     for (const f of fields) {
       if (!PROMPT_FIELDS.includes(f)) ctx.addIssue({ code: 'custom', path: ['user'], message: `unknown placeholder {{${f}}}` });
     }
-    const code = Math.min(...['{{code}}', '{{code_numbered}}'].map((p) => t.user.indexOf(p)).filter((i) => i >= 0));
+    const code = Math.min(...['{{code}}', '{{code_numbered}}', '{{code_numbered_assert}}'].map((p) => t.user.indexOf(p)).filter((i) => i >= 0));
     const questions = t.user.indexOf('{{questions}}');
-    if (!Number.isFinite(code)) ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{code}} or {{code_numbered}}' });
+    if (!Number.isFinite(code)) ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{code}}, {{code_numbered}} or {{code_numbered_assert}}' });
     if (questions < 0) ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{questions}}' });
     // Code first, questions last: nothing question-specific may come before the code.
     if (Number.isFinite(code) && questions >= 0 && questions < code) {
@@ -66,7 +67,7 @@ export const TemplateSchema = z
   });
 export type Template = z.infer<typeof TemplateSchema>;
 
-export const BUILTIN_TEMPLATES: readonly Template[] = [execverify, reval, cruxevalOutput, cruxevalInput, nextStep].map((t) =>
+export const BUILTIN_TEMPLATES: readonly Template[] = [execverify, execverifyAuthors, reval, cruxevalOutput, cruxevalInput, nextStep].map((t) =>
   TemplateSchema.parse(t),
 );
 
@@ -143,8 +144,10 @@ function fill(text: string, values: Record<string, string | number | undefined>)
   });
 }
 
-function numbered(code: string): string {
+function numbered(code: string, assertion?: string): string {
   const lines = code.replace(/\n$/, '').split('\n');
+  // The ExecVerify authors' listing: the assertion is the listing's last numbered line.
+  if (assertion !== undefined) lines.push(assertion);
   const w = String(lines.length).length;
   return lines.map((l, i) => `${String(i + 1).padStart(w)}  ${l}`).join('\n');
 }
@@ -187,6 +190,7 @@ export function renderPrompts(
     const user = fill(template.user, {
       code: ctx.code.replace(/\n$/, ''),
       code_numbered: numbered(ctx.code),
+      code_numbered_assert: numbered(ctx.code, call ? `assert ${call} == ????` : undefined),
       call,
       fn: /^\s*([A-Za-z_][\w.]*)\s*\(/.exec(call ?? '')?.[1],
       outputRepr: first?.kind === 'input' ? first.outputRepr : undefined,
