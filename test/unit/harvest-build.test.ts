@@ -1,0 +1,104 @@
+// How captured calls become standalone samples, through the real CLI on the
+// fixture projects of test/fixtures/harvest/ (one per bug class): no false
+// drops, no answer in the prompt. Every stored sample re-runs with plain
+// `python -I` to its recorded result.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import { main } from '../../src/cli/main';
+import { readStore } from '../../src/engine/dataset/store';
+import { resolvePython } from '../../src/engine/python';
+import { samplesThatDoNotReproduce } from '../support/standalone-rerun';
+import type { HarvestReport } from '../../src/engine/harvest/report';
+
+const python = resolvePython(undefined, process.env);
+const FIXTURES = path.join(__dirname, '..', 'fixtures', 'harvest');
+
+async function harvestFixture(name: string) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `execverify-${name}-`));
+  const project = path.join(tmp, name);
+  fs.cpSync(path.join(FIXTURES, name), project, { recursive: true });
+  const out = path.join(tmp, 'out');
+  let stdout = '';
+  let stderr = '';
+  const code = await main(['harvest', project, '--out', out, '--no-answers', '--json'], {
+    stdout: new Writable({ write: (c, _e, cb) => ((stdout += String(c)), cb()) }),
+    stderr: new Writable({ write: (c, _e, cb) => ((stderr += String(c)), cb()) }),
+    env: process.env,
+    cwd: process.cwd(),
+    signal: new AbortController().signal,
+  });
+  assert.equal(code, 0, stderr);
+  const report = JSON.parse(stdout) as HarvestReport;
+  const records = readStore(out).items;
+  const drops = fs
+    .readFileSync(path.join(out, 'drops.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { reason: string; function: string });
+  const built = fs
+    .readFileSync(path.join(out, 'work', 'built.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { kind: string; reason?: string; function: string });
+  fs.rmSync(tmp, { recursive: true, force: true });
+  assert.deepEqual(samplesThatDoNotReproduce(python, records), [], `${name}: every stored sample re-runs standalone`);
+  const builtFunctions = [...new Set(built.filter((b) => b.kind === 'sample').map((b) => b.function))].sort();
+  return { report, records, drops, builtFunctions, buildDrops: built.filter((b) => b.kind === 'drop') };
+}
+
+test('the same standard-library import in two modules is no name conflict: all three entry points are built', async () => {
+  const { records, builtFunctions, buildDrops } = await harvestFixture('stdlib-conflict');
+  assert.deepEqual(buildDrops, []);
+  assert.deepEqual(builtFunctions.filter((f) => ['words', 'frequencies', 'most_common'].includes(f)), ['frequencies', 'most_common', 'words']);
+  const sample = records.find((r) => r.provenance.function === 'most_common')!;
+  assert.equal(sample.code.split('import re\n').length - 1, 1, 'one `import re`, not one per module');
+});
+
+test('the branch of a try/except ImportError that runs is kept', async () => {
+  const { records, builtFunctions, buildDrops } = await harvestFixture('import-fallback');
+  assert.deepEqual(buildDrops, []);
+  assert.deepEqual(builtFunctions.filter((f) => ['encode', 'side', 'digest'].includes(f)), ['digest', 'encode', 'side']);
+  const digest = records.find((r) => r.provenance.function === 'digest')!;
+  assert.match(digest.code, /def checksum\(data\):/, 'the fallback definition that ran');
+});
+
+test('a src layout resolves absolute self-imports; what it cannot cut out says exactly why', async () => {
+  const { records, builtFunctions, buildDrops } = await harvestFixture('src-layout');
+  assert.ok(builtFunctions.includes('side_of'), builtFunctions.join(', '));
+  const side = records.find((r) => r.provenance.function === 'side_of');
+  if (side) {
+    assert.equal(side.provenance.file, path.join('src', 'shapes', 'geometry.py'));
+    assert.match(side.code, /def clamp\(value, low, high\):/);
+  }
+  assert.deepEqual([...new Set(buildDrops.map((d) => d.reason))].sort(), ['local_import', 'module_object_import']);
+});
+
+test('doctest examples and comments stating a result never reach the prompt', async () => {
+  const { records, buildDrops } = await harvestFixture('doctest-leak');
+  assert.ok(records.length >= 4);
+  for (const r of records) {
+    assert.doesNotMatch(r.code, />>>/);
+    assert.doesNotMatch(r.prompt.map((m) => m.content).join('\n'), />>>/);
+    const flat = r.code.replace(/\s+/g, '');
+    const call = r.entry.replace(/\s+/g, '');
+    assert.ok(!flat.includes(call), `${r.entry} appears in its own code`);
+  }
+  const gcd = records.find((r) => r.provenance.function === 'gcd')!;
+  assert.match(gcd.code, /Uses Euclid's algorithm/, 'the rest of the docstring stays');
+  assert.deepEqual(buildDrops.map((d) => d.reason), ['answer_in_code'], 'mean([1, 2, 3]) is stated in its docstring');
+});
+
+test(
+  'a project module named like a standard one (clock/time.py) does not shadow it in the tracer',
+  { todo: 'the tracer registers a call job under its file name (sys.modules["time"] = the sample): tracer.py run_in_child must not use a name already in sys.modules or sys.stdlib_module_names' },
+  async () => {
+    const { drops, builtFunctions, buildDrops } = await harvestFixture('stdlib-name');
+    assert.deepEqual(buildDrops, [], 'the build keeps them');
+    assert.deepEqual(builtFunctions, ['duration', 'epoch_year', 'hhmm']);
+    assert.deepEqual(drops.filter((d) => d.reason.startsWith('trace_')), []);
+  },
+);
