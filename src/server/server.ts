@@ -19,7 +19,7 @@ import {
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { ZodType } from 'zod';
-import { type Entry } from '../engine/trace/schema';
+import { type Entry, type Trace } from '../engine/trace/schema';
 import { safeParseTrace } from '../engine/trace/validate';
 import { EngineError, type Engine, type ModelAccess } from './engine';
 import { findFunctions, type PyFunction } from './functions';
@@ -254,6 +254,21 @@ export class EngineServer {
     this.notice({ severity: 'info', message: answerer.note, action: 'execverify.openSettings' });
   }
 
+  private isolationNoticeShown = false;
+
+  /** Says once per session that code ran without the OS sandbox (docs/security.md). */
+  private isolationNotice(trace: Trace): void {
+    const isolation = trace.python.isolation;
+    if (isolation === undefined || isolation === 'bubblewrap+seccomp' || this.isolationNoticeShown) return;
+    this.isolationNoticeShown = true;
+    this.notice({
+      severity: 'warning',
+      message:
+        `ExecVerify ran your code NOT ISOLATED on this machine (${isolation === 'seccomp' ? 'a seccomp filter only: no read-only file system, no private network' : 'no sandbox at all'}). ` +
+        'Install bubblewrap (apt-get install bubblewrap) on Linux with user namespaces; see docs/security.md.',
+    });
+  }
+
   private notice(notice: Notice): void {
     void this.connection.sendNotification(Methods.notice, notice);
   }
@@ -295,6 +310,7 @@ export class EngineServer {
     const fn = params.entry ? calledFunction(params.entry) : undefined;
     if (fn && params.entry) this.store.remember(uri, fn, params.entry);
     const summary: TraceResult = summarize(run);
+    this.isolationNotice(run.trace);
     if (params.wantFile) summary.traceFile = await this.writeTraceFile(run);
     if (run.trace.outcome.kind === 'limit') {
       this.notice({ severity: 'warning', message: `The run of ${label} ${summary.outcome}. Raise execverify.limits in the settings to record more.`, action: 'execverify.openSettings' });
