@@ -333,7 +333,7 @@ export function nilQuestions(ctx: FrameContext): Question[] {
 }
 
 export function stateAnyQuestions(ctx: FrameContext): Question[] {
-  const byKey = new Map<string, { line: number; name: string; values: Value[]; changed: boolean; exactAll: boolean }>();
+  const byKey = new Map<string, { line: number; name: string; values: Value[]; seen: Set<string>; changed: boolean; exactAll: boolean }>();
   for (const run of ctx.runs) {
     if (run.after === undefined) continue;
     const before = ctx.decoded.locals(run.step);
@@ -341,10 +341,17 @@ export function stateAnyQuestions(ctx: FrameContext): Question[] {
     for (const [name, v] of Object.entries(after)) {
       const key = `${run.line}:${name}`;
       let e = byKey.get(key);
-      if (!e) byKey.set(key, (e = { line: run.line, name, values: [], changed: false, exactAll: true }));
+      if (!e) byKey.set(key, (e = { line: run.line, name, values: [], seen: new Set(), changed: false, exactAll: true }));
       // One inexact value makes the whole set inexact: the answer might be that one.
       if (!askable(v)) e.exactAll = false;
-      else if (!e.values.some((x) => sameValue(x, v))) e.values.push(v);
+      else {
+        // A set of seen values, not a scan of them: a loop counter has as many values as runs.
+        const id = `${v.type}\u0000${v.repr}`;
+        if (!e.seen.has(id)) {
+          e.seen.add(id);
+          e.values.push(v);
+        }
+      }
       const b = before[name];
       e.changed ||= b === undefined || !sameValue(b, v);
     }
