@@ -72,7 +72,8 @@ def instructions(argv):
         total = 0
         for name in os.listdir(d):
             with open(os.path.join(d, name), encoding="utf-8") as fh:
-                m = re.search(r"^totals: (\d+)", fh.read(), re.M)
+                # summary: what this part counted (a child's, from its fork on)
+                m = re.search(r"^summary: (\d+)", fh.read(), re.M)
             total += int(m.group(1)) if m else 0
         return total
 
