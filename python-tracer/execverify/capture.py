@@ -407,13 +407,18 @@ class CallCapture:
         if cached is None or cached[0] is not code:
             info = self._classify(code, frame.f_globals)
             if info.__class__ is str:
-                self._fn_drop(info, (code.co_filename, code.co_firstlineno, code.co_name))
+                self._fn_drop(info, self._code_key(code))
             cached = (code, info)
             self._code_info[id(code)] = cached
         return cached[1]
 
     def _fn_drop(self, reason, key) -> None:
-        self._fn_drops[reason].add(key if isinstance(key, str) else "%s:%s:%s" % key)
+        self._fn_drops[reason].add(key)
+
+    def _code_key(self, code) -> str:
+        """`file:line:name` of a function, the file relative to the root."""
+        rel = os.path.relpath(os.path.realpath(code.co_filename), self.root)
+        return "%s:%s:%s" % (rel, code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
 
     # -- recording one call ---------------------------------------------------
     def _begin(self, info, line, positional, keywords):
@@ -512,7 +517,7 @@ class CallCapture:
                     continue
                 if code.co_flags & _SUSPENDING_FLAGS:
                     if code.co_flags & _GENERATOR:
-                        self._swap(value, "generator", ("generator", "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+                        self._swap(value, "generator", ("generator", self._code_key(code)))
                     continue
                 if namespace.get(code.co_name) is value:
                     if _FRAME_NAMES.intersection(code.co_names):
@@ -520,7 +525,7 @@ class CallCapture:
                         continue
                     self._swap(value, "call", (rel, code.co_name))
                 else:
-                    self._swap(value, "once", ("method_or_nested", "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+                    self._swap(value, "once", ("method_or_nested", self._code_key(code)))
             elif isinstance(value, type) and namespace.get("__name__") == value.__dict__.get("__module__"):
                 self._instrument_class(value, own, seen, 0)
 
@@ -536,8 +541,7 @@ class CallCapture:
                 if code.co_flags & _SUSPENDING_FLAGS and not code.co_flags & _GENERATOR:
                     continue
                 self._swap(value, "generator" if code.co_flags & _GENERATOR else "once",
-                           ("generator" if code.co_flags & _GENERATOR else "method_or_nested",
-                            "%s:%s:%s" % (code.co_filename, code.co_firstlineno, code.co_name)))
+                           ("generator" if code.co_flags & _GENERATOR else "method_or_nested", self._code_key(code)))
             elif isinstance(value, type) and value.__dict__.get("__module__") == cls.__dict__.get("__module__"):
                 self._instrument_class(value, own, seen, depth + 1)
 

@@ -1,8 +1,9 @@
 """Harvest helper run by `execverify harvest`: capture calls, build standalone samples.
 
-  python -m execverify.harvest capture --root DIR --out CALLS.jsonl [--runner auto|unittest|pytest]
-      Runs the project's own tests (unittest discovery, or pytest with the
-      execverify plugin) and records literal calls into its functions.
+  python -m execverify.harvest capture --root DIR --out CALLS.jsonl [--runner auto|unittest|pytest] [--resume]
+      Runs the project's own tests the way the project does (execverify.project_tests)
+      and records literal calls into its functions; --resume continues an
+      interrupted capture; --plain runs the same tests without the capture.
   python -m execverify.harvest build --root DIR --calls CALLS.jsonl --out SAMPLES.jsonl
       Cuts each captured function into a self-contained sample and re-runs it
       in this fresh process (the project is never imported here); a sample is
@@ -14,122 +15,24 @@ Standard library only; Python 3.8+.
 
 from __future__ import annotations
 
+import sys
+
+if sys.version_info < (3, 8):  # before anything a 3.7 could not import
+    sys.exit("execverify harvest: Python %d.%d.%d is too old: harvesting needs Python 3.8 or newer "
+             "(pass --python PATH or set EXECVERIFY_PYTHON)" % tuple(sys.version_info[:3]))
+
 import argparse
 import builtins
 import io
 import json
 import os
 import signal
-import sys
-import unittest
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 
-from . import isolation
-from .capture import DEFAULT_PER_FUNCTION, CallCapture
+from . import isolation, project_tests
+from .capture import DEFAULT_PER_FUNCTION
 from .harvest_extract import ModuleIndex, answer_in_code, fingerprint
-
-
-def _project_modules(root: str):
-    names = set()
-    for entry in os.listdir(root):
-        path = os.path.join(root, entry)
-        if entry.endswith(".py"):
-            names.add(entry[:-3])
-        elif os.path.isdir(path) and os.path.exists(os.path.join(path, "__init__.py")):
-            names.add(entry)
-    return names
-
-
-def _forget_preimported(root: str) -> None:
-    # A module the runner itself already imported (textwrap, say) would shadow
-    # the project's copy; forget it so the tests import the project's file.
-    for name in _project_modules(root):
-        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-            mod = sys.modules.get(loaded)
-            path = getattr(mod, "__file__", None) or ""
-            if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
-                del sys.modules[loaded]
-
-
-class _CaptureResult(unittest.TextTestResult):
-    capture = None
-
-    def startTest(self, test):
-        if self.capture is not None:
-            self.capture.current_test = test.id()
-        super().startTest(test)
-
-
-def _pytest_available() -> bool:
-    try:
-        import importlib.util
-
-        return importlib.util.find_spec("pytest") is not None
-    except Exception:
-        return False
-
-
-def _uses_pytest(root: str) -> bool:
-    for marker in ("conftest.py", "pytest.ini"):
-        if os.path.exists(os.path.join(root, marker)):
-            return True
-    for cfg in ("pyproject.toml", "setup.cfg", "tox.ini"):
-        path = os.path.join(root, cfg)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-            if "[tool.pytest" in text or "[pytest]" in text or "[tool:pytest]" in text:
-                return True
-    return False
-
-
-def run_capture(root: str, out: str, runner: str = "auto", pattern: str = "test*.py", per_function: int = DEFAULT_PER_FUNCTION) -> dict:
-    root = os.path.realpath(root)
-    if runner == "auto":
-        runner = "pytest" if _uses_pytest(root) and _pytest_available() else "unittest"
-    if runner == "pytest" and not _pytest_available():
-        raise SystemExit("execverify harvest: pytest requested but not importable in %s; use --runner unittest" % sys.executable)
-    sys.path.insert(0, root)
-    os.chdir(root)
-    _forget_preimported(root)
-    # `--max-time` ends the run with SIGTERM: stop the tests like Ctrl-C does
-    # and still write what was captured (the summary says "interrupted").
-    signal.signal(signal.SIGTERM, _interrupt)
-    if runner == "pytest":
-        import pytest
-
-        code = pytest.main(
-            [root, "-q", "-p", "no:cacheprovider", "-p", "execverify.pytest_plugin",
-             "--execverify-capture", out, "--execverify-root", root,
-             "--execverify-per-function", str(per_function)]
-        )
-        return {"runner": "pytest", "exit": int(code)}
-    capture = CallCapture(root, per_function=per_function)
-    stream = io.StringIO()
-    with capture:
-        suite = unittest.defaultTestLoader.discover(root, pattern=pattern, top_level_dir=root)
-        test_runner = unittest.TextTestRunner(stream=stream, verbosity=0, resultclass=_CaptureResult)
-        _CaptureResult.capture = capture
-        result = test_runner.resultclass(test_runner.stream, test_runner.descriptions, test_runner.verbosity)
-        interrupted = False
-        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-            try:
-                suite(result)
-            except KeyboardInterrupt:
-                interrupted = True
-    info = {
-        "runner": "unittest",
-        "testsRun": result.testsRun,
-        "testFailures": len(result.failures) + len(result.errors),
-        "interrupted": interrupted,
-    }
-    capture.write(out, info)
-    return info
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt()
 
 
 class _Timeout(BaseException):
@@ -298,6 +201,7 @@ def _imports(code: str, package: str) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m execverify.harvest")
+    parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process (the caller) is gone")
     sub = parser.add_subparsers(dest="command", required=True)
     cap = sub.add_parser("capture")
     cap.add_argument("--root", required=True)
@@ -305,6 +209,9 @@ def main(argv=None) -> int:
     cap.add_argument("--runner", choices=["auto", "unittest", "pytest"], default="auto")
     cap.add_argument("--pattern", default="test*.py")
     cap.add_argument("--per-function", type=int, default=DEFAULT_PER_FUNCTION)
+    cap.add_argument("--resume", action="store_true", help="continue OUT if it holds an interrupted capture")
+    cap.add_argument("--plain", action="store_true", help="run the tests without the capture (a baseline)")
+    cap.add_argument("--backend", choices=["auto", "monitoring", "trampoline", "settrace"], default="auto")
     build = sub.add_parser("build")
     build.add_argument("--root", required=True)
     build.add_argument("--calls", required=True)
@@ -314,12 +221,20 @@ def main(argv=None) -> int:
                        help="a third-party pure-Python package a sample may import (repeatable)")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
+    if not isolation.inside():
+        # Stop (and write what was captured) when the caller dies, whatever killed it.
+        project_tests.die_with_parent(args.parent_pid)
     # The project's tests run in the sandbox too (trusted by consent, still
     # limited): everything read-only but the directory of what they write.
     isolation.enter(["-u", "-m", "execverify.harvest"] + list(sys.argv[1:] if argv is None else argv),
                     writable=[os.path.dirname(out)], graceful=True)
     if args.command == "capture":
-        run_capture(args.root, out, args.runner, args.pattern, args.per_function)
+        try:
+            project_tests.run_capture(args.root, out, args.runner, args.pattern, args.per_function,
+                                      resume=args.resume, plain=args.plain, backend=args.backend)
+        finally:
+            if not isolation.inside():
+                project_tests.reap_group()  # what the tests left running (inside, the sandbox ends it)
     else:
         allow = [name for value in args.allow_import for name in value.split(",") if name]
         run_build(args.root, os.path.abspath(args.calls), out, check=not args.no_check, allow_imports=allow)

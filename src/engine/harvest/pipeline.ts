@@ -2,8 +2,9 @@
 // samples → credential scan → dedup → traced re-run → questions → difficulty
 // (→ model pass rate) → the sample store, with a report of every drop.
 //
-// Resumable: the capture and build stages write their files atomically and
-// are reused when present; every candidate that was kept or dropped is
+// Resumable: the capture and build stages write their files atomically; a
+// finished capture is reused, an interrupted one continued (never taken as
+// complete), and the build is reused while it matches the calls; every candidate that was kept or dropped is
 // remembered (store + drops.jsonl), so a run killed at any point and started
 // again continues where it stopped and ends with the same dataset.
 import * as fs from 'node:fs';
@@ -30,7 +31,7 @@ import {
 } from './determinism';
 import { movedQuestions, QuestionSchema, triviality, type Question } from '../questions';
 import { TracerPool } from '../trace/runner';
-import { HarvestProcessError, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
+import { captureState, HarvestProcessError, pythonProblem, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
 import { silentProgress, type Progress } from './progress';
 import { buildReport, type HarvestReport } from './report';
 import { z } from 'zod';
@@ -188,12 +189,28 @@ interface Work {
   dir: string;
   calls: string;
   built: string;
+  /** The digest of the calls file `built` was made from. */
+  builtFrom: string;
   drops: string;
+}
+
+function readText(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 function workFiles(out: string): Work {
   const dir = path.join(out, 'work');
-  return { dir, calls: path.join(dir, 'calls.jsonl'), built: path.join(dir, 'built.jsonl'), drops: path.join(out, 'drops.jsonl') };
+  return {
+    dir,
+    calls: path.join(dir, 'calls.jsonl'),
+    built: path.join(dir, 'built.jsonl'),
+    builtFrom: path.join(dir, 'built.from'),
+    drops: path.join(out, 'drops.jsonl'),
+  };
 }
 
 function hasSummary(file: string): boolean {
@@ -251,38 +268,57 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     signal: deps.signal,
   };
 
-  // 1. Run the project's tests with capture (reused on resume).
+  // 1. Run the project's tests with capture: a finished capture is reused, an
+  // interrupted one (--max-time, a signal) continued, a cut one run again.
   progress.stage('capture: running the project tests');
   await timed(
     'capture',
     async () => {
-      if (hasSummary(work.calls)) return;
+      const problem = await pythonProblem(deps.python, deps.env, deps.tracerDir);
+      if (problem) throw new HarvestProcessError(problem);
+      const state = captureState(work.calls);
+      if (state === 'complete') return;
       const remaining = Math.max(1000, deadline - now());
       const args = ['capture', '--root', project.root, '--out', work.calls, '--runner', options.runner ?? 'auto'];
       if (options.perFunction) args.push('--per-function', String(options.perFunction));
+      if (state === 'interrupted') args.push('--resume');
       try {
         await runHarvestPython(args, { ...pythonRun, timeoutMs: Math.min(remaining, 30 * 60_000) });
       } catch (err) {
-        // --max-time ended the test run: keep what it captured (the summary says so).
-        if (!(err instanceof HarvestProcessError && err.timedOut && hasSummary(work.calls))) throw err;
-        stoppedEarly = true;
+        // --max-time ended the test run: go on with what it captured (the next run continues it).
+        if (!(err instanceof HarvestProcessError && err.timedOut && captureState(work.calls) === 'interrupted')) throw err;
       }
+      if (captureState(work.calls) === 'interrupted') stoppedEarly = true;
     },
     () => 0,
   );
   const captured = readCaptured(work.calls);
-  progress.done(`${captured.calls.length} literal calls from ${captured.summary?.testsRun ?? '?'} tests (${captured.summary?.runner ?? '?'})`);
+  const summary = captured.summary;
+  const errors = summary?.errors ?? [];
+  if (summary && (summary.collectionErrors ?? 0) > 0) {
+    const shown = errors.slice(0, 5).map((e) => `  ${e.where}: ${e.lines.slice(1).join(' | ') || e.lines[0] || ''}`.trimEnd());
+    const more = (summary.collectionErrors ?? 0) > shown.length ? [`  … and ${(summary.collectionErrors ?? 0) - shown.length} more (${work.calls})`] : [];
+    const head = `${summary.collectionErrors} test module(s) could not be collected (${summary.runner})`;
+    if ((summary.testsRun ?? 0) === 0) {
+      throw new HarvestProcessError([`no tests ran: ${head}:`, ...shown, ...more, 'install what they import, or fix them, and run the harvest again'].join('\n'));
+    }
+    deps.warn?.([`${head}; their tests did not run:`, ...shown, ...more].join('\n'));
+  }
+  progress.done(`${captured.calls.length} literal calls from ${summary?.testsRun ?? '?'} tests (${summary?.runner ?? '?'})`);
 
   // 2. Cut standalone samples and re-run each in a fresh interpreter.
   progress.stage('build: standalone samples');
   await timed(
     'build',
     async () => {
-      if (hasSummary(work.built)) return;
+      // Reused only when built from these very calls (a continued capture has more).
+      const from = sha256(fs.readFileSync(work.calls, 'utf8'));
+      if (hasSummary(work.built) && readText(work.builtFrom) === from) return;
       await runHarvestPython(['build', '--root', project.root, '--calls', work.calls, '--out', work.built], {
         ...pythonRun,
         timeoutMs: Math.min(30 * 60_000, Math.max(60_000, deadline - now())),
       });
+      fs.writeFileSync(work.builtFrom, from);
     },
     () => captured.calls.length,
   );

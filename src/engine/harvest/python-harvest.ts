@@ -1,7 +1,11 @@
 // Runs the Python half of harvesting (`python -m execverify.harvest capture|build`)
 // in a child process with a time limit, and reads its JSON-lines output files
-// through zod schemas.
+// through zod schemas. The child never outlives this process: it is told our
+// pid and stops when we die (PR_SET_PDEATHSIG; bubblewrap's --die-with-parent
+// inside), and whatever its tests left in its process group is killed when
+// it exits.
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import { z } from 'zod';
 import { readJsonl } from '../dataset/store';
 import { workerEnv } from '../python';
@@ -27,6 +31,15 @@ export const CaptureSummarySchema = z
     testsRun: z.number().int().optional(),
     testFailures: z.number().int().optional(),
     exit: z.number().int().optional(),
+    /** Test modules pytest or unittest could not collect (import errors, syntax errors). */
+    collectionErrors: z.number().int().optional(),
+    errors: z.array(z.object({ where: z.string(), lines: z.array(z.string()) })).optional(),
+    /** Cut short (--max-time, a signal): continued with `capture --resume`, never reused as complete. */
+    interrupted: z.boolean().optional(),
+    complete: z.boolean().optional(),
+    /** Seconds (wall, CPU) the test run took inside the capture process. */
+    seconds: z.number().optional(),
+    cpuSeconds: z.number().optional(),
   })
   .passthrough();
 export type CaptureSummary = z.infer<typeof CaptureSummarySchema>;
@@ -72,7 +85,7 @@ export class HarvestProcessError extends Error {
 /** Runs `python -m execverify.harvest ARGS`; rejects with the stderr tail on failure or timeout. */
 export function runHarvestPython(args: string[], run: PythonRun): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(run.python, ['-m', 'execverify.harvest', ...args], {
+    const child = spawn(run.python, ['-m', 'execverify.harvest', '--parent-pid', String(process.pid), ...args], {
       cwd: run.cwd,
       env: workerEnv(run.env, run.tracerDir, run.jobEnv),
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -87,21 +100,19 @@ export function runHarvestPython(args: string[], run: PythonRun): Promise<void> 
       try {
         if (child.pid) process.kill(-child.pid, sig);
       } catch {
-        child.kill(sig);
+        if (child.exitCode === null && child.signalCode === null) child.kill(sig);
       }
     };
     let why: string | null = null;
     let hardKill: NodeJS.Timeout | undefined;
     // SIGTERM first: the capture stops the tests and writes what it has; SIGKILL 5 s later.
-    const timer = setTimeout(() => {
-      why = `timed out after ${Math.round(run.timeoutMs / 1000)} s`;
+    const stop = (reason: string) => {
+      why = reason;
       killGroup('SIGTERM');
       hardKill = setTimeout(() => killGroup('SIGKILL'), 5000);
-    }, run.timeoutMs);
-    const onAbort = () => {
-      why = 'cancelled';
-      killGroup();
     };
+    const timer = setTimeout(() => stop(`timed out after ${Math.round(run.timeoutMs / 1000)} s`), run.timeoutMs);
+    const onAbort = () => stop('cancelled');
     run.signal?.addEventListener('abort', onAbort, { once: true });
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -110,15 +121,55 @@ export function runHarvestPython(args: string[], run: PythonRun): Promise<void> 
     child.on('exit', (code) => {
       clearTimeout(timer);
       clearTimeout(hardKill);
+      // What the tests left behind in the group (a daemon, a server) goes with it.
+      killGroup('SIGKILL');
       run.signal?.removeEventListener('abort', onAbort);
       if (why) return reject(new HarvestProcessError(`python -m execverify.harvest ${args[0]} ${why}`, why !== 'cancelled'));
       if (code !== 0) {
-        const tail = stderr.trim().split('\n').slice(-6).join('\n');
+        const tail = stderr.trim().split('\n').slice(-8).join('\n');
         return reject(new HarvestProcessError(`python -m execverify.harvest ${args[0]} failed (exit ${code}):\n${tail}`));
       }
       resolve();
     });
   });
+}
+
+/** Why `python` cannot run a harvest (not startable, older than 3.8), or null. */
+export function pythonProblem(python: string, env: NodeJS.ProcessEnv, tracerDir: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    // Written so that any Python, 2.7 included, prints its version.
+    const probe = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))";
+    const child = spawn(python, ['-c', probe], { env: workerEnv(env, tracerDir), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    child.on('error', (err) => resolve(`could not start ${python}: ${err.message} — install Python 3.8+ or pass --python PATH (or set EXECVERIFY_PYTHON)`));
+    child.on('exit', (code) => {
+      const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(out.trim());
+      if (code !== 0 || !m) return resolve(`${python} did not report its version (exit ${code}) — pass --python PATH to a Python 3.8+`);
+      const [major, minor] = [Number(m[1]), Number(m[2])];
+      if (major < 3 || (major === 3 && minor < 8)) {
+        return resolve(`${python} is Python ${out.trim()}: harvesting needs Python 3.8 or newer — pass --python PATH (or set EXECVERIFY_PYTHON)`);
+      }
+      resolve(null);
+    });
+  });
+}
+
+/** What a capture file holds: a finished run, an interrupted one (resumable), or nothing usable. */
+export function captureState(file: string): 'complete' | 'interrupted' | 'missing' {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8').trimEnd();
+  } catch {
+    return 'missing';
+  }
+  try {
+    const last = JSON.parse(text.slice(text.lastIndexOf('\n') + 1)) as { kind?: string; complete?: boolean; interrupted?: boolean };
+    if (last.kind !== 'summary') return 'missing';
+    return (last.complete ?? !last.interrupted) ? 'complete' : 'interrupted';
+  } catch {
+    return 'missing';
+  }
 }
 
 export function readCaptured(file: string): { calls: CapturedCall[]; summary: CaptureSummary | null; invalid: number } {
