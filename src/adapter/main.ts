@@ -2,9 +2,9 @@
 // default, or a TCP server on 127.0.0.1 with `--server=PORT` (0 picks a free
 // port, printed on stdout). Used by tests and by editors other than VS Code.
 import * as net from 'node:net';
-import { replaySessionDeps } from './nodeDeps';
-import { ReplayDebugSession } from './replayDebugSession';
-import { TracerPools, tracerRecorder } from './tracerRecorder';
+import { replaySessionDeps } from './node-deps';
+import { ReplayDebugSession } from './replay-debug-session';
+import { TracerPools, tracerRecorder } from './tracer-recorder';
 
 const USAGE = 'usage: node dist/adapter.js [--server=PORT]\n  DAP over stdin/stdout, or a TCP server on 127.0.0.1:PORT (0: any free port).';
 

@@ -3,8 +3,8 @@
 // provider fills in defaults so F5 on a Python file just works.
 import * as vscode from 'vscode';
 import type { Trace } from '../engine/trace/schema';
-import { replaySessionDeps } from '../adapter/nodeDeps';
-import { ReplayDebugSession, type Recorder } from '../adapter/replayDebugSession';
+import { replaySessionDeps } from '../adapter/node-deps';
+import { ReplayDebugSession, type Recorder } from '../adapter/replay-debug-session';
 
 export interface ReplayDebuggerDeps {
   /** The recorder backed by the extension's tracer pool (created lazily, shared by sessions). */

@@ -5,10 +5,10 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { replaySessionDeps } from '../../src/adapter/nodeDeps';
-import { ReplayDebugSession } from '../../src/adapter/replayDebugSession';
-import { tracerRecorder, type TracerPools } from '../../src/adapter/tracerRecorder';
-import { testTracePools } from './tracePool';
+import { replaySessionDeps } from '../../src/adapter/node-deps';
+import { ReplayDebugSession } from '../../src/adapter/replay-debug-session';
+import { tracerRecorder, type TracerPools } from '../../src/adapter/tracer-recorder';
+import { testTracePools } from './trace-pool';
 
 export const REPO = path.resolve(__dirname, '../..');
 export const PROGRAMS = path.join(REPO, 'test/fixtures/programs');

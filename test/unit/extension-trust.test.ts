@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, test } from 'node:test';
-import type { Recorder } from '../../src/adapter/replayDebugSession';
+import type { Recorder } from '../../src/adapter/replay-debug-session';
 import { trustedRecorder } from '../../src/extension/debug';
 import { initializationOptions } from '../../src/extension/engine-client';
 import { RESTRICTED_KEYS, readSettings, settingsSection } from '../../src/extension/settings';

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Value } from '../../src/engine/trace/schema';
-import { evaluateRecorded, isTruthy, reprOf } from '../../src/adapter/recordedExpression';
+import { evaluateRecorded, isTruthy, reprOf } from '../../src/adapter/recorded-expression';
 
 const int = (n: number): Value => ({ repr: String(n), type: 'int', literal: true });
 const str = (s: string): Value => ({ repr: `'${s}'`, type: 'str', literal: true });

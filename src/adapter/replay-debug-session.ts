@@ -22,9 +22,9 @@ import {
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { type Outcome, type Trace, type Value } from '../engine/trace/schema';
 import { safeParseTrace } from '../engine/trace/validate';
-import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launchConfig';
-import { reprOf, typeOf, type Py } from './recordedExpression';
-import { ReplayRuntime, type ReplayTrace, type Stop } from './replayRuntime';
+import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launch-config';
+import { reprOf, typeOf, type Py } from './recorded-expression';
+import { ReplayRuntime, type ReplayTrace, type Stop } from './replay-runtime';
 
 export const THREAD_ID = 1;
 

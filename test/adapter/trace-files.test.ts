@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { readRegularFile } from '../../src/adapter/nodeDeps';
+import { readRegularFile } from '../../src/adapter/node-deps';
 import { closePool, launch, REPO, startAdapter, type Adapter } from './harness';
 
 const TIMEOUT = { timeout: 60_000 };

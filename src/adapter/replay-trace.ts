@@ -2,7 +2,7 @@
 // (innermost first) and the full locals of any frame at any step.
 import { decodeTrace, type DecodedTrace } from '../engine/trace/decode';
 import type { Trace, Value } from '../engine/trace/schema';
-import type { RecordedFrame, ReplayTrace } from './replayRuntime';
+import type { RecordedFrame, ReplayTrace } from './replay-runtime';
 
 class DecodedReplayTrace implements ReplayTrace {
   private cached: { step: number; locals: Readonly<Record<string, Value>> } | undefined;

@@ -1,7 +1,7 @@
 // The launch configuration: paths resolve the way launch.json users expect.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseLaunchConfig, toRecordRequest } from '../../src/adapter/launchConfig';
+import { parseLaunchConfig, toRecordRequest } from '../../src/adapter/launch-config';
 
 const parse = (raw: unknown) => {
   const r = parseLaunchConfig(raw);

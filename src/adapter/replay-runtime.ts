@@ -3,7 +3,7 @@
 // goto targets. It knows nothing of DAP or VS Code; the session translates.
 import { EventEmitter } from 'node:events';
 import type { Outcome, Trace, Value } from '../engine/trace/schema';
-import { evaluateRecorded, isTruthy, type EvalResult } from './recordedExpression';
+import { evaluateRecorded, isTruthy, type EvalResult } from './recorded-expression';
 
 /** One frame on the recorded call stack. */
 export interface RecordedFrame {

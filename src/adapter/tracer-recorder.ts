@@ -3,8 +3,8 @@
 // every session that uses the same pair.
 import { TracerPool, type TraceJob } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
-import type { RecordRequest } from './launchConfig';
-import type { Recorder, RecordResult } from './replayDebugSession';
+import type { RecordRequest } from './launch-config';
+import type { Recorder, RecordResult } from './replay-debug-session';
 
 /** The part of the engine's TracerPool the adapter uses. */
 export interface TracePool {

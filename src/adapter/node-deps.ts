@@ -5,8 +5,8 @@
 // that can block (a FIFO with no writer, a device).
 import { constants, promises as fs, type Stats } from 'node:fs';
 import type { Trace } from '../engine/trace/schema';
-import type { FileRead, Recorder, ReplayDebugSession, ReplaySessionDeps } from './replayDebugSession';
-import { toReplayTrace } from './replayTrace';
+import type { FileRead, Recorder, ReplayDebugSession, ReplaySessionDeps } from './replay-debug-session';
+import { toReplayTrace } from './replay-trace';
 
 const MiB = 1024 * 1024;
 const CHUNK = MiB;
