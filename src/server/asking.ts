@@ -4,7 +4,7 @@
 // scored by the one judge; engine failures become EngineErrors that say what to do.
 import { AskError, answerPrompt, judgeAnswers, parseReply, prepareAsk, rewardResponses, type AskPrompt, type AskTarget, type PreparedAsk } from '../engine/ask';
 import { JudgeProtocolError, type JudgeClient } from '../engine/judge/client';
-import type { Verdict } from '../engine/judge/truth';
+import type { Verdict } from '../engine/judge/schema';
 import { isModelError, type Provider } from '../engine/model';
 import { asMessages } from '../engine/model/prompt';
 import { BUILTIN_TEMPLATES, type Template } from '../engine/model/templates';

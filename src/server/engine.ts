@@ -3,7 +3,7 @@
 // server's behaviour (caching, inline results, progress, cancellation, errors)
 // is testable with a scripted engine and runs unchanged on the real one.
 import type { AskPrompt } from '../engine/ask';
-import type { Reward } from '../engine/judge/truth';
+import type { Reward } from '../engine/judge/schema';
 import type { ChatMessage } from '../engine/model/prompt';
 import type { Question } from '../engine/questions/schema';
 import type { Entry, Limits, Trace } from '../engine/trace/schema';

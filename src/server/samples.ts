@@ -6,7 +6,7 @@ import { sha256, stableJson, type SampleInput } from '../engine/dataset/record';
 import { scanCredentials } from '../engine/harvest/credentials';
 import { structuralDifficulty } from '../engine/harvest/difficulty';
 import { traceFrames } from '../engine/harvest/pipeline';
-import { groundTruthString } from '../engine/judge/truth';
+import { groundTruthString } from '../engine/judge/schema';
 import { asMessages } from '../engine/model/prompt';
 import { referenceAnswer, toGroundTruth } from '../engine/questions';
 import { callPrompt } from './asking';

@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TracerPool } from '../../src/engine/trace/runner';
-import { JudgeClient, passAtK, type JudgeItem, type QuestionKind } from '../../src/engine/judge/client';
-import { GroundTruthSchema } from '../../src/engine/judge/truth';
+import { JudgeClient, passAtK, type JudgeItem } from '../../src/engine/judge/client';
+import type { QuestionKind } from '../../src/engine/questions/schema';
+import { GroundTruthSchema } from '../../src/engine/judge/schema';
 
 const VECTORS = join(__dirname, '..', 'vectors');
 const load = <T>(name: string): T => JSON.parse(readFileSync(join(VECTORS, name), 'utf8')) as T;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { JudgeClient } from '../../src/engine/judge/client';
-import { TRUTH_SCHEMA_VERSION, type GroundTruth } from '../../src/engine/judge/truth';
+import { TRUTH_SCHEMA_VERSION, type GroundTruth } from '../../src/engine/judge/schema';
 import { NextStepAnswerSchema, parseAnswers } from '../../src/engine/model/answers';
 import { BaselineProvider, baselineQuestion } from '../../src/engine/model/baseline';
 import { chatPrompt } from '../../src/engine/model/prompt';

@@ -13,7 +13,7 @@ import { localPathFinder, machineDependence } from '../../src/engine/harvest/det
 import { prepareAsk } from '../../src/engine/ask';
 import { BUILTIN_TEMPLATES } from '../../src/engine/model/templates';
 import { JudgeClient } from '../../src/engine/judge/client';
-import { groundTruthString } from '../../src/engine/judge/truth';
+import { groundTruthString } from '../../src/engine/judge/schema';
 
 /** One pool per hash seed: a worker's seed is fixed when it starts. */
 const pools = new Map<number, TracerPool>();

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { UsageError, type CliIO, type Command } from '../command';
 import { askPrepared, prepareAsk } from '../../engine/ask';
 import { JudgeClient } from '../../engine/judge/client';
-import type { Reward } from '../../engine/judge/truth';
+import type { Reward } from '../../engine/judge/schema';
 import { formatRunStats } from '../../engine/model/accounting';
 import { BaselineProvider } from '../../engine/model/baseline';
 import { DiskCache } from '../../engine/model/cache';

@@ -3,7 +3,7 @@
 // harvesting and the benchmarks call this module (whole or stage by stage);
 // none of them writes its own copy. See docs/questions-and-judging.md#asking.
 import type { JudgeClient } from '../judge/client';
-import type { Reward, RewardOptions, Verdict } from '../judge/truth';
+import type { Reward, RewardOptions, Verdict } from '../judge/schema';
 import type { Provider } from '../model/provider';
 import type { Template } from '../model/templates';
 import type { Trace } from '../trace/schema';

@@ -1,7 +1,7 @@
 // Parsed answers → verdicts, responses → rewards: both through the one Python
 // judge (engine/judge/client), never decided here.
 import type { JudgeClient } from '../judge/client';
-import type { Reward, RewardOptions, Verdict } from '../judge/truth';
+import type { Reward, RewardOptions, Verdict } from '../judge/schema';
 import type { AskPrompt } from './prepare';
 
 /** A verdict per question for answers already parsed (the next-step road: one answer per question). */

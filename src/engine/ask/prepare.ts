@@ -1,7 +1,7 @@
 // Questions → prompts for one ask: the seed policy, the question options each
 // template gets, and the rendered prompts with what judging them needs (ground
 // truth, the reference answer, the baseline's view of each question).
-import type { GroundTruth, RewardOptions } from '../judge/truth';
+import type { GroundTruth, RewardOptions } from '../judge/schema';
 import { baselineQuestion } from '../model/baseline';
 import type { BaselineQuestion } from '../model/provider';
 import { renderPrompts, type RenderContext, type RenderedPrompt, type Template } from '../model/templates';

@@ -5,7 +5,7 @@
 import type { ModelAnswer } from '../dataset/record';
 import { askPrepared, prepareAsk, type PreparedAsk } from '../ask';
 import { JudgeClient, type WorkerRequester } from '../judge/client';
-import { groundTruthString } from '../judge/truth';
+import { groundTruthString } from '../judge/schema';
 import type { Provider } from '../model';
 import { asMessages } from '../model/prompt';
 import { BUILTIN_TEMPLATES, type Template } from '../model/templates';

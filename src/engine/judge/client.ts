@@ -3,14 +3,13 @@
 // response validated. The judging itself happens only in Python, so the
 // editor, the CLI and the trainers never disagree.
 import { z } from 'zod';
-import { RewardSchema, VerdictSchema, type GroundTruth, type JudgeOptions, type Reward, type RewardOptions, type Verdict } from './truth';
+import type { QuestionKind } from '../questions/schema';
+import { RewardSchema, VerdictSchema, type GroundTruth, type JudgeOptions, type Reward, type RewardOptions, type Verdict } from './schema';
 
 /** What the judge needs from a worker pool (TracerPool satisfies it). */
 export interface WorkerRequester {
   request(op: string, params?: Record<string, unknown>, signal?: AbortSignal, timeoutMs?: number): Promise<unknown>;
 }
-
-export type QuestionKind = 'next_line' | 'state' | 'state_any' | 'coverage' | 'output' | 'input';
 
 export interface JudgeItem {
   kind: QuestionKind;

@@ -1,8 +1,8 @@
 // A white-box question about one recorded run, with its ground truth attached
 // (SEMANTICS §3). One schema for the concept; the truth shapes are the ones the
-// Python judge reads (src/engine/judge/truth.ts).
+// Python judge reads (src/engine/judge/schema.ts).
 import { z } from 'zod';
-import { TruthByKind } from '../judge/truth';
+import { TruthByKind } from '../judge/schema';
 
 const Where = {
   /** Stable id inside a question set (kind + line + k + variable). */

@@ -1,7 +1,7 @@
 // From questions to what travels with a record: the ground truth JSON the
 // judge and trainers read (execverify.truth/1), and the ideal answer text in
 // a prompt format (the SFT target).
-import { GroundTruthSchema, TRUTH_SCHEMA_VERSION, type GroundTruth, type JudgeOptions, type RewardOptions } from '../judge/truth';
+import { GroundTruthSchema, TRUTH_SCHEMA_VERSION, type GroundTruth, type JudgeOptions, type RewardOptions } from '../judge/schema';
 import type { AnswerFormat } from '../model/answers';
 import type { Question } from './schema';
 
