@@ -101,11 +101,6 @@ export interface HarvestDeps {
   env: NodeJS.ProcessEnv;
   /** What the user explicitly gave the project's tests (`--pass-env NAME`), on top. */
   jobEnv?: Record<string, string>;
-  /**
-   * Not used: samples are traced by `tracerFor` (one pool per hash seed, since
-   * a worker's seed is fixed when it starts). Kept until the CLI stops passing it.
-   */
-  tracer?: Tracer;
   /** The tracer of one run (its seed and environment); default a TracerPool per run, closed at the end. */
   tracerFor?: (run: TraceRun) => SeededTracer;
   questioner: Questioner;
@@ -356,7 +351,8 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
 
   // One tracer per run: a worker's hash seed is fixed when it starts.
   const hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
-  const checkSeeds = (options.checkSeeds ?? DEFAULT_CHECK_SEEDS).filter((x) => x !== hashSeed);
+  // Two other seeds by default, whichever seed the sample runs under.
+  const checkSeeds = options.checkSeeds ? options.checkSeeds.filter((x) => x !== hashSeed) : [...DEFAULT_CHECK_SEEDS, 3].filter((x) => x !== hashSeed).slice(0, 2);
   const primaryRun: TraceRun = { hashSeed, rerun: false };
   const checkRuns: TraceRun[] = [{ hashSeed, rerun: true }, ...checkSeeds.map((x) => ({ hashSeed: x, rerun: false }))];
   const tracers = new Map<string, SeededTracer>();
