@@ -2,7 +2,7 @@
 // the engine server is started for real, through vscode-languageclient.
 import type * as vscode from 'vscode';
 import { activateExtension } from './activation';
-import { registerLanguageClient } from './client';
+import { registerLanguageClient } from './language-client';
 
 export function activate(context: vscode.ExtensionContext) {
   return activateExtension(context, registerLanguageClient);

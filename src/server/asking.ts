@@ -10,7 +10,7 @@ import { asMessages } from '../engine/model/prompt';
 import { BUILTIN_TEMPLATES, type Template } from '../engine/model/templates';
 import type { Question } from '../engine/questions';
 import type { Trace } from '../engine/trace/schema';
-import { EngineError, type CallVerificationResult, type ModelAccess, type StepJudgement, type StepPredictionResult, type VerificationSample } from './engine';
+import { EngineError, type CallVerificationResult, type ModelAccess, type StepJudgement, type StepPredictionResult, type VerificationSample } from './engine-port';
 import type { QuestionVerdict, Settings, ShownValue } from './protocol';
 
 /** What asking needs from the live engine: who answers, and the judge. */

@@ -10,7 +10,7 @@ import { BaselineProvider, ModelProvider, type Provider } from '../engine/model'
 import { resolvePython } from '../engine/python';
 import { TracerError, TracerPool } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
-import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine';
+import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine-port';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
 import { buildSample } from './samples';
 import { predictStep, judgeStep, verifyCall, type Answering } from './asking';

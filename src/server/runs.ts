@@ -2,7 +2,7 @@
 // whole-call verifications, and the entries the user typed per function.
 // Bounded, so a long editing session cannot grow the server without limit.
 import type { Trace } from '../engine/trace/schema';
-import type { CallVerificationResult, StepPredictionResult } from './engine';
+import type { CallVerificationResult, StepPredictionResult } from './engine-port';
 import type { Prediction, RunSummary, StepVerdict, Verification } from './protocol';
 
 export interface Run {

@@ -10,7 +10,7 @@ import { groundTruthString } from '../engine/judge/schema';
 import { asMessages } from '../engine/model/prompt';
 import { referenceAnswer, toGroundTruth } from '../engine/questions';
 import { callPrompt } from './asking';
-import { EngineError, type SampleInput as EditorSample, type VerificationSample } from './engine';
+import { EngineError, type SampleInput as EditorSample, type VerificationSample } from './engine-port';
 import { findFunctions } from './functions';
 import { calledFunction } from './runs';
 

@@ -21,7 +21,7 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { ZodType } from 'zod';
 import { type Entry, type Trace } from '../engine/trace/schema';
 import { safeParseTrace } from '../engine/trace/validate';
-import { EngineError, type Engine, type ModelAccess } from './engine';
+import { EngineError, type Engine, type ModelAccess } from './engine-port';
 import { findFunctions, type PyFunction } from './functions';
 import { findTestCalls, readTestFiles } from './inputs';
 import {
