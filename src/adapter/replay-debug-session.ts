@@ -21,6 +21,7 @@ import {
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { type Outcome, type Trace, type Value } from '../engine/trace/schema';
+import { describeOutcome, displayValue } from '../engine/trace/outcome';
 import { safeParseTrace } from '../engine/trace/validate';
 import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launch-config';
 import { reprOf, typeOf, type Py } from './recorded-expression';
@@ -142,7 +143,7 @@ export class ReplayDebugSession extends DebugSession {
     if (trace.stdout.text) this.sendEvent(new OutputEvent(trace.stdout.text + (trace.stdout.truncated ? '\n[stdout truncated]\n' : ''), 'stdout'));
     if (trace.stderr.text) this.sendEvent(new OutputEvent(trace.stderr.text + (trace.stderr.truncated ? '\n[stderr truncated]\n' : ''), 'stderr'));
     if (trace.steps.length === 0) {
-      return this.fail(response, `Nothing was recorded: ${describeOutcome(trace)}`);
+      return this.fail(response, `Nothing was recorded: ${describeOutcome(trace, { subject: true })}`);
     }
     if (trace.outcome.kind === 'limit') {
       this.sendEvent(new OutputEvent(`The run hit a limit (${trace.outcome.limit}): ${trace.outcome.message}. Replaying the ${trace.steps.length} recorded steps.\n`, 'important'));
@@ -272,7 +273,7 @@ export class ReplayDebugSession extends DebugSession {
     if (this.ended) return;
     this.ended = true;
     const trace = this.runtime!.trace;
-    this.sendEvent(new OutputEvent(`${describeOutcome(trace)}\n`, outcome.kind === 'returned' || outcome.kind === 'exited' ? 'console' : 'important'));
+    this.sendEvent(new OutputEvent(`${describeOutcome(trace, { subject: true })}\n`, outcome.kind === 'returned' || outcome.kind === 'exited' ? 'console' : 'important'));
     const exited = new ExitedEvent(outcome.kind === 'exited' ? outcome.code : outcome.kind === 'crashed' ? (outcome.exitCode ?? 1) : EXIT_CODES[outcome.kind]);
     (exited.body as Record<string, unknown>).outcome = outcome;
     this.sendEvent(exited);
@@ -587,10 +588,6 @@ export class ReplayDebugSession extends DebugSession {
   }
 }
 
-function displayValue(value: Value): string {
-  return value.truncated ? `${value.repr} (truncated)` : value.repr;
-}
-
 function truncationNote(value: Value): string | undefined {
   if (!value.truncated) return undefined;
   const shown = (value.items?.length ?? 0) + (value.entries?.length ?? 0);
@@ -602,24 +599,3 @@ function computedRepr(v: Py): string {
   return reprOf(v);
 }
 
-/** One line on how the run ended, for the Debug Console. */
-export function describeOutcome(trace: Trace): string {
-  const o = trace.outcome;
-  const what = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'function' ? trace.entry.target : path.basename(trace.files[0]?.path ?? 'the script');
-  switch (o.kind) {
-    case 'returned':
-      return trace.entry.kind === 'script' ? `${what} finished.` : `${what} returned ${displayValue(o.value)}`;
-    case 'raised': {
-      const where = o.line !== null ? ` (line ${o.line}${o.file != null && trace.files[o.file] ? ` of ${path.basename(trace.files[o.file]!.path)}` : ''})` : '';
-      return `${what} raised ${o.type}: ${o.message}${where}`;
-    }
-    case 'exited':
-      return `${what} exited with code ${o.code}.`;
-    case 'limit':
-      return `${what} stopped: the ${o.limit} limit was hit (${o.message}).`;
-    case 'tampered':
-      return `${what}: nothing recorded can be trusted: ${o.message}.`;
-    case 'crashed':
-      return `${what} crashed: ${o.message}${o.exitCode !== null ? ` (exit code ${o.exitCode})` : ''}${o.signal ? ` (signal ${o.signal})` : ''}.`;
-  }
-}

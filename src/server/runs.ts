@@ -1,6 +1,7 @@
 // The server's memory: traced runs, step predictions with their verdicts,
 // whole-call verifications, and the entries the user typed per function.
 // Bounded, so a long editing session cannot grow the server without limit.
+import { describeOutcome } from '../engine/trace/outcome';
 import type { Trace } from '../engine/trace/schema';
 import type { CallVerificationResult, StepPredictionResult } from './engine-port';
 import type { Prediction, RunSummary, StepVerdict, Verification } from './protocol';
@@ -138,24 +139,6 @@ export function summarize(run: Run): RunSummary {
   };
 }
 
-/** One line for people: what the run ended with. */
-export function describeOutcome(trace: Trace): string {
-  const o = trace.outcome;
-  switch (o.kind) {
-    case 'returned':
-      return `returned ${o.value.repr}`;
-    case 'raised':
-      return `raised ${o.type}: ${o.message}${o.line !== null ? ` (line ${o.line})` : ''}`;
-    case 'exited':
-      return `exited with code ${o.code}`;
-    case 'limit':
-      return `stopped by the ${o.limit} limit after ${trace.steps.length} steps: ${o.message}`;
-    case 'tampered':
-      return `not trusted: ${o.message}`;
-    case 'crashed':
-      return `the interpreter crashed: ${o.message}`;
-  }
-}
 
 /** The function name a call entry calls: `f` for `f([1], 2)`, `mod.f` → `f`. */
 export function calledFunction(entry: string): string | undefined {

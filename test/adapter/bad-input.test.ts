@@ -66,7 +66,7 @@ test('a run that hits the steps limit says so, replays what was recorded, and en
   await terminated;
   const important = a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
   assert.match(important, /The run hit a limit \(steps\)/);
-  assert.match(important, /spin\(\) stopped: the steps limit was hit/);
+  assert.match(important, /spin\(\) stopped by the steps limit/);
 });
 
 test('a malformed launch configuration lists each attribute to fix', async () => {

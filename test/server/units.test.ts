@@ -9,7 +9,8 @@ import { TraceSchema } from '../../src/engine/trace/schema';
 import { findFunctions } from '../../src/server/functions';
 import { findTestCalls } from '../../src/server/inputs';
 import { PanelDataWireSchema, parseSettings } from '../../src/server/protocol';
-import { RunStore, calledFunction, describeOutcome } from '../../src/server/runs';
+import { describeOutcome } from '../../src/engine/trace/outcome';
+import { RunStore, calledFunction } from '../../src/server/runs';
 import { followers, inlineItems, panelData, panelRows } from '../../src/server/views';
 
 const fixture = path.join(__dirname, '..', 'fixtures', 'editor');
