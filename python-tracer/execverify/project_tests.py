@@ -305,7 +305,8 @@ def _run_pytest(root, capture, done_before, stats):
     from .pytest_plugin import CapturePlugin
 
     plugin = CapturePlugin(capture, done_before=done_before)
-    args = ["-p", "no:cacheprovider", "-q"]
+    # A module that fails to import is counted and shown; the other tests still run.
+    args = ["-p", "no:cacheprovider", "-q", "--continue-on-collection-errors"]
     try:
         import importlib.util
 
@@ -376,6 +377,8 @@ def run_capture(root: str, out: str, runner: str = "auto", pattern: str = "test*
         stats["interrupted"] = True
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     interrupted = stats["interrupted"] or _stopping.is_set()
+    if interrupted:
+        stats["testsRun"] = len(stats["done"])  # the test that was cut runs again on --resume
     info = {
         "runner": runner,
         "runnerReason": why,

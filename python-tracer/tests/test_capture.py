@@ -427,5 +427,205 @@ class StdlibHarvestTest(unittest.TestCase):
             shutil.rmtree(root, ignore_errors=True)
 
 
+FIXTURES = os.path.join(os.path.dirname(TRACER_DIR), "test", "fixtures", "harvest")
+
+
+def fixture_copy(name):
+    """A fixture project copied to a fresh temporary directory (its tests may write there)."""
+    root = os.path.join(tempfile.mkdtemp(prefix="execverify-%s-" % name), name)
+    shutil.copytree(os.path.join(FIXTURES, name), root)
+    return root
+
+
+def processes_mentioning(text):
+    """pids of live processes whose command line contains `text` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open("/proc/%s/stat" % entry) as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def wait_for(predicate, seconds=60.0):
+    import time
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    return predicate()
+
+
+class RunnerDetectionTest(unittest.TestCase):
+    def test_pytest_config_plain_functions_and_unittest_are_told_apart(self):
+        from execverify.project_tests import detect_runner
+
+        self.assertEqual(detect_runner(os.path.join(FIXTURES, "testpaths")), ("pytest", "pytest configuration in pytest.ini"))
+        runner, why = detect_runner(os.path.join(FIXTURES, "pytest-noconfig"))
+        self.assertEqual(runner, "pytest")
+        self.assertIn("test_", why)
+        self.assertEqual(detect_runner(os.path.join(FIXTURES, "pytest-missing"))[0], "pytest")
+        self.assertEqual(detect_runner(os.path.join(FIXTURES, "interrupted"))[0], "unittest")
+        self.assertEqual(detect_runner(os.path.join(FIXTURES, "repr-consumes"))[0], "unittest")
+
+    def test_unittest_mixins_and_helpers_are_not_pytest_tests(self):
+        # CPython's own test modules: `class TestBisect:` mixins, `def test_main()` helpers.
+        from execverify.project_tests import detect_runner
+
+        root = tempfile.mkdtemp(prefix="execverify-detect-")
+        try:
+            shutil.copy(os.path.join(sysconfig.get_paths()["stdlib"], "test", "test_bisect.py"), root)
+            self.assertEqual(detect_runner(root)[0], "unittest")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def test_test_files_and_their_helpers_are_never_sources(self):
+        for path in ("tests.py", "pkg/test.py", "test_x.py", "x_test.py", "conftest.py", "tests/util.py"):
+            self.assertTrue(is_test_file(path), path)
+        self.assertTrue(is_test_file("checks/check_x.py", ("check_*.py",)))
+        self.assertFalse(is_test_file("testing_utils.py"))
+
+
+class PytestMissingTest(unittest.TestCase):
+    def test_a_pytest_project_without_pytest_says_how_to_install_it(self):
+        root = fixture_copy("pytest-missing")
+        env_dir = os.path.join(os.path.dirname(root), "venv")
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", env_dir], check=True, timeout=120)
+            python = os.path.join(env_dir, "bin", "python")
+            out = os.path.join(root, "calls.jsonl")
+            proc = subprocess.run([python, "-m", "execverify.harvest", "capture", "--root", root, "--out", out],
+                                  env=dict(os.environ, PYTHONPATH=TRACER_DIR), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("need pytest (test_words.py imports pytest)", proc.stderr)
+            self.assertIn("-m pip install pytest", proc.stderr)
+            self.assertFalse(os.path.exists(out), "no fallback run wrote a capture")
+        finally:
+            shutil.rmtree(os.path.dirname(root), ignore_errors=True)
+
+
+class InterruptedResumeTest(unittest.TestCase):
+    def test_an_interrupted_capture_is_continued_not_reused(self):
+        import signal
+
+        root = fixture_copy("interrupted")
+        out = os.path.join(root, "calls.jsonl")
+        env = dict(os.environ, PYTHONPATH=TRACER_DIR)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "execverify.harvest", "capture", "--root", root, "--out", out],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.assertTrue(wait_for(lambda: processes_mentioning("execverify-grandchild " + root)), "the second test started")
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0)
+            lines = read_jsonl(out)
+            summary = lines[-1]
+            self.assertTrue(summary["interrupted"])
+            self.assertFalse(summary["complete"])
+            self.assertEqual(summary["testsDone"], ["test_calc.A.test_double"])
+            self.assertEqual([c["entry"] for c in lines if c["kind"] == "call"], ["double(2)"])
+            self.assertFalse(wait_for(lambda: not processes_mentioning(root), 30) and processes_mentioning(root),
+                             "nothing of the stopped run is left")
+
+            open(os.path.join(root, "go"), "w").close()
+            run_harvest("capture", "--root", root, "--out", out, "--resume")
+            lines = read_jsonl(out)
+            summary = lines[-1]
+            self.assertTrue(summary["complete"] and summary["resumed"])
+            self.assertEqual(summary["testsRun"], 2, "the finished test did not run again")
+            self.assertEqual(sorted(c["entry"] for c in lines if c["kind"] == "call"), ["double(2)", "triple(3)"])
+        finally:
+            shutil.rmtree(os.path.dirname(root), ignore_errors=True)
+
+
+class InvisibleCaptureTest(unittest.TestCase):
+    """The same tests pass and fail with and without the capture, on every backend."""
+
+    def backends(self):
+        return ["trampoline", "settrace"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
+
+    def test_arguments_whose_repr_iteration_or_attributes_change_them_are_not_touched(self):
+        root = fixture_copy("repr-consumes")
+        try:
+            plain = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", root, "-t", root],
+                                   cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+            self.assertEqual(plain.returncode, 0, plain.stdout)
+            for backend in self.backends():
+                out = os.path.join(root, "calls-%s.jsonl" % backend)
+                run_harvest("capture", "--root", root, "--out", out, "--backend", backend)
+                lines = read_jsonl(out)
+                summary = lines[-1]
+                self.assertEqual((summary["testsRun"], summary["testFailures"]), (4, 0), backend)
+                self.assertEqual([c["entry"] for c in lines if c["kind"] == "call"], ["plain(1, 2)"], backend)
+                self.assertEqual(summary["drops"].get("args_not_literal"), 3, backend)
+        finally:
+            shutil.rmtree(os.path.dirname(root), ignore_errors=True)
+
+    def test_trampolines_keep_identity_signature_and_recursion_depth(self):
+        import importlib
+        import inspect
+
+        from execverify.capture import CallCapture
+
+        root = tempfile.mkdtemp(prefix="execverify-tramp-")
+        with open(os.path.join(root, "deep.py"), "w") as fh:
+            fh.write(textwrap.dedent("""
+                def depth(n):
+                    return 0 if n == 0 else 1 + depth(n - 1)
+
+
+                def shape(a, /, b, *rest, c=3, **more):
+                    return (a, b, rest, c, sorted(more))
+
+
+                def gen(n):
+                    yield from range(n)
+
+
+                class K:
+                    def m(self, x):
+                        return x + 1
+                """))
+        sys.path.insert(0, root)
+        try:
+            deep = importlib.import_module("deep")
+            before = (deep.depth, inspect.signature(deep.shape), deep.shape.__defaults__, deep.shape.__kwdefaults__)
+            limit = sys.getrecursionlimit()
+            capture = CallCapture(root, backend="trampoline")
+            with capture:
+                self.assertIs(deep.depth, before[0])
+                self.assertEqual(inspect.signature(deep.shape), before[1])
+                self.assertEqual(deep.shape(1, 2, 4, d=5), (1, 2, (4,), 3, ["d"]))
+                self.assertEqual(deep.depth(limit - 100), limit - 100)  # no frame doubling near the limit
+                self.assertTrue(inspect.isgeneratorfunction(deep.gen))
+                self.assertEqual(list(deep.gen(3)), [0, 1, 2])
+                self.assertEqual(deep.K().m(1), 2)
+                with self.assertRaises(TypeError):
+                    deep.shape(a=1, b=2)  # positional-only stays positional-only
+            self.assertEqual((deep.shape.__defaults__, deep.shape.__kwdefaults__), before[2:])
+            entries = [c["entry"] for c in capture.calls]
+            self.assertIn("shape(1, 2, 4, c=3, d=5)", entries)
+            self.assertIn("depth(%d)" % (limit - 100), entries)
+            drops = capture.counts()
+            self.assertEqual((drops.get("generator"), drops.get("method_or_nested")), (1, 1))
+            self.assertFalse(hasattr(__import__("builtins"), "__execverify_capture__"))
+        finally:
+            sys.path.remove(root)
+            sys.modules.pop("deep", None)
+            shutil.rmtree(root, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()
