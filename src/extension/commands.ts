@@ -5,6 +5,8 @@ import * as vscode from 'vscode';
 import { findFunctions } from '../server/functions';
 import {
   AddSampleResultSchema,
+  EXPORT_FORMAT_DESCRIPTIONS,
+  ExportFormatSchema,
   ExportResultSchema,
   InputsResultSchema,
   Methods,
@@ -13,6 +15,7 @@ import {
   StepVerdictSchema,
   TraceResultSchema,
   VerificationSchema,
+  type ExportFormat,
   type InputCandidate,
   type Prediction,
   type StepVerdict,
@@ -217,20 +220,13 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   });
 
   const exportSamples = guarded(async (formatArg?: unknown, outArg?: unknown) => {
-    const formats = ['verl', 'trl', 'openrlhf', 'sharegpt', 'cwm'] as const;
     const format =
-      typeof formatArg === 'string' && (formats as readonly string[]).includes(formatArg)
-        ? (formatArg as (typeof formats)[number])
+      typeof formatArg === 'string' && ExportFormatSchema.safeParse(formatArg).success
+        ? (formatArg as ExportFormat)
         : ((await vscode.window.showQuickPick(
-            [
-              { label: 'verl', description: 'Parquet for verl (prompt, reward_model, extra_info)' },
-              { label: 'trl', description: 'TRL GRPOTrainer dataset' },
-              { label: 'openrlhf', description: 'OpenRLHF JSONL' },
-              { label: 'sharegpt', description: 'SFT, verified answers only (LLaMA-Factory ShareGPT)' },
-              { label: 'cwm', description: 'trace frames for world-model training' },
-            ],
+            ExportFormatSchema.options.map((label) => ({ label, description: EXPORT_FORMAT_DESCRIPTIONS[label] })),
             { title: 'ExecVerify: export the sample store as…' },
-          ))?.label as (typeof formats)[number] | undefined);
+          ))?.label as ExportFormat | undefined);
     if (!format) return undefined;
     let out = typeof outArg === 'string' ? outArg : undefined;
     if (!out) {

@@ -2,7 +2,10 @@
 // one zod schema per message, shared by the server, the VS Code extension and
 // any other LSP client (see docs/editor.md). No vscode import here.
 import { z } from 'zod';
+import { ExportFormatSchema } from '../engine/dataset/formats';
 import { LimitsSchema } from '../engine/trace/schema';
+
+export { EXPORT_FORMAT_DESCRIPTIONS, ExportFormatSchema, type ExportFormat } from '../engine/dataset/formats';
 
 // ---------------------------------------------------------------- settings
 
@@ -239,7 +242,6 @@ export type AddSampleParams = z.infer<typeof AddSampleParamsSchema>;
 export const AddSampleResultSchema = z.object({ id: z.string(), added: z.boolean(), store: z.string() });
 export type AddSampleResult = z.infer<typeof AddSampleResultSchema>;
 
-export const ExportFormatSchema = z.enum(['verl', 'trl', 'openrlhf', 'sharegpt', 'cwm']);
 export const ExportParamsSchema = z.object({ format: ExportFormatSchema, out: z.string() });
 export type ExportParams = z.infer<typeof ExportParamsSchema>;
 export const ExportResultSchema = z.object({ out: z.string(), records: z.number().int().nonnegative(), files: z.array(z.string()) });

@@ -28,6 +28,7 @@ import {
   AddSampleParamsSchema,
   AdoptParamsSchema,
   ExportParamsSchema,
+  type ExportParams,
   InitOptionsSchema,
   InputsParamsSchema,
   Methods,
@@ -450,7 +451,7 @@ export class EngineServer {
     return { ...r, store: storeDir };
   }
 
-  async exportSamples(params: { format: 'verl' | 'trl' | 'openrlhf' | 'sharegpt' | 'cwm'; out: string }): Promise<ExportResult> {
+  async exportSamples(params: ExportParams): Promise<ExportResult> {
     const out = path.isAbsolute(params.out) || !this.root ? params.out : path.join(this.root, params.out);
     return this.engine.exportSamples(this.storeDir(), { format: params.format, out }, this.settings);
   }

@@ -2,7 +2,8 @@
 // write a harvested store in the format a trainer reads. See docs/dataset-formats.md.
 import * as path from 'node:path';
 import { UsageError, type Command } from '../command';
-import { exportRecords, ExportFormatSchema, parseShard } from '../../engine/dataset/exporters';
+import { exportRecords, parseShard } from '../../engine/dataset/exporters';
+import { ExportFormatSchema } from '../../engine/dataset/formats';
 import { SplitSchema, type Split } from '../../engine/dataset/record';
 import { readStore } from '../../engine/dataset/store';
 
@@ -10,7 +11,7 @@ export const exportCommand: Command = {
   name: 'export',
   summary: 'Write the samples of STORE (a harvest --out directory) for a trainer: verl Parquet, TRL, OpenRLHF JSONL, ShareGPT SFT, or CWM trace frames.',
   usage:
-    'execverify export STORE --format verl|trl|openrlhf|sharegpt|cwm --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]',
+    `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]`,
   options: {
     format: { type: 'string', short: 'f' },
     out: { type: 'string', short: 'o' },

@@ -2,12 +2,11 @@
 // (verl Parquet, TRL, OpenRLHF JSONL, LLaMA-Factory ShareGPT SFT, CWM-style
 // trace frames). docs/dataset-formats.md documents every column.
 import * as path from 'node:path';
-import { z } from 'zod';
 import { encodeParquet, writeFileAtomic, type ParquetColumns } from './parquet';
 import type { ChatMessage, SampleRecord, Split } from './record';
 
-export const ExportFormatSchema = z.enum(['verl', 'trl', 'openrlhf', 'sharegpt', 'cwm']);
-export type ExportFormat = z.infer<typeof ExportFormatSchema>;
+import type { ExportFormat } from './formats';
+
 
 /** `i/n`: this process exports shard i (0-based) of n. */
 export interface Shard {
