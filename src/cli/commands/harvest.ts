@@ -60,7 +60,7 @@ export const harvestCommand: Command = {
     "Run PROJECT's own tests, capture calls into its functions, keep those that re-run standalone, and store them as verified samples (DIR/samples.jsonl) with a report (DIR/report.md).",
   usage:
     'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
-    '[--runner auto|unittest|pytest] [--per-function N] [--template execverify|execverify-authors] [--hash-seed 0] [--trivial-share 0.1] [--test-fraction 0.1] [--validation-fraction 0] ' +
+    '[--runner auto|unittest|pytest] [--per-function N] [--template execverify|execverify-authors] [--hash-seed 0] [--test-fraction 0.1] [--validation-fraction 0] ' +
     '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--quiet] [--json]',
   options: {
     out: { type: 'string', short: 'o' },
@@ -72,7 +72,6 @@ export const harvestCommand: Command = {
     'per-function': { type: 'string' },
     template: { type: 'string' },
     'hash-seed': { type: 'string' },
-    'trivial-share': { type: 'string' },
     'test-fraction': { type: 'string' },
     'validation-fraction': { type: 'string' },
     'no-answers': { type: 'boolean' },
@@ -133,7 +132,6 @@ export const harvestCommand: Command = {
           runner: runner as 'auto' | 'unittest' | 'pytest',
           perFunction: positiveInt(values, 'per-function'),
           ...(values['hash-seed'] !== undefined ? { hashSeed: hashSeed(values['hash-seed']) } : {}),
-          trivialShare: fraction(values, 'trivial-share', 0.1),
           splits: { test: fraction(values, 'test-fraction', 0.1), validation: fraction(values, 'validation-fraction', 0) },
           passBand: band,
           concurrency: pool.size,

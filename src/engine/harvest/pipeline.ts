@@ -10,8 +10,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ChatMessage, Difficulty, ModelAnswer, TraceFrame } from '../dataset/record';
-import { exactKey, sha256, splitFor, stableJson } from '../dataset/record';
+import type { ChatMessage, Difficulty, ModelAnswer } from '../dataset/record';
+import { exactKey, sha256, splitFor } from '../dataset/record';
+import { buildSample } from '../dataset/sample';
 import { JsonlAppender, readJsonl, SampleStore, STORE_FILE } from '../dataset/store';
 import { inShard, shardOf, type Shard } from '../dataset/exporters';
 import type { Trace } from '../trace/schema';
@@ -90,8 +91,6 @@ export interface HarvestOptions {
   hashSeed?: number;
   /** Seeds every truth is confirmed under, besides a second run (default 1 and 2). */
   checkSeeds?: readonly number[];
-  /** Most trivial samples (≤ 2 lines run, or the result is an argument) per project, as a share of its samples (default 0.1; at least one). */
-  trivialShare?: number;
 }
 
 export interface HarvestDeps {
@@ -149,24 +148,6 @@ export function functionKey(project: string, s: { file: string; function: string
 export function nearKey(astHash: string, entry: string): string {
   const open = entry.indexOf('(');
   return sha256(`${astHash}\u0000${open >= 0 ? entry.slice(open).trim() : entry}`);
-}
-
-/** CWM-style frames: for each line event, the line about to run and the locals before it. */
-export function traceFrames(trace: Trace, maxFrames: number): TraceFrame[] {
-  const file = trace.files[0];
-  const lines = file ? file.source.split('\n') : [];
-  const locals = new Map<number, Record<string, string>>();
-  const frames: TraceFrame[] = [];
-  for (const step of trace.steps) {
-    const current = { ...(locals.get(step.frame) ?? {}) };
-    for (const name of step.del ?? []) delete current[name];
-    for (const [name, value] of Object.entries(step.set ?? {})) current[name] = value.repr;
-    locals.set(step.frame, current);
-    if (step.event !== 'line' || step.file !== 0) continue;
-    if (frames.length >= maxFrames) break;
-    frames.push({ line: step.line, source: (lines[step.line - 1] ?? '').trimEnd(), event: step.event, fn: step.fn, locals: current });
-  }
-  return frames;
 }
 
 function traceValuesText(trace: Trace): string {
@@ -481,18 +462,13 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       license: project.license,
       test: s.test,
     };
-    const input = {
+    const input = buildSample({
       provenance,
       code,
       entry,
       result: { repr: result, type: s.resultType },
-      trace: {
-        digest: sha256(stableJson(trace)),
-        steps: trace.steps.length,
-        python: trace.python.version,
-        hashSeed,
-        confirmedSeeds: [...checkSeeds],
-      },
+      trace,
+      seeds: { hashSeed, confirmed: checkSeeds },
       questions: asked.questions,
       groundTruth: asked.groundTruth,
       prompt: asked.prompt,
@@ -501,9 +477,9 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       difficulty,
       split: splitFor(provenance, options.splits),
       hashes: { exact, near, candidate: candidateKey(s) },
-      frames: traceFrames(trace, options.maxFrames ?? 200),
+      maxFrames: options.maxFrames,
       redactions,
-    };
+    });
     const leaked = await tick('store', () => localPath(JSON.stringify(input)));
     if (leaked) return drop(s, 'store', 'local_path', redactions);
     const storeIt = () =>
@@ -521,21 +497,27 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
   let next = 0;
   let finished = 0;
   const limitReached = () => options.limit !== undefined && store.size >= options.limit;
-  // Trivial samples kept: T + kept ≤ share·(N + T + kept) ⇔ T + kept ≤ share·N / (1 − share), in a stable order.
+  // Trivial samples kept: one for a function that has no other sample (a
+  // function is not lost for being small), the first by candidate hash; none
+  // for a function that has a sample that teaches more. Decided per function,
+  // so shards (by function) and resumes give the same dataset.
   const storeTrivial = async () => {
-    const share = Math.min(1, Math.max(0, options.trivialShare ?? 0.1));
-    const stored = readJsonl(path.join(options.out, STORE_FILE), (v) => v as { difficulty?: { trivial?: string } }).items;
-    const t = stored.filter((r) => r.difficulty?.trivial).length;
-    const n = stored.length - t;
-    // At least one per project, so a project of one small function still gives a sample.
-    const room = share >= 1 ? Infinity : Math.max(1, Math.floor((share * n) / (1 - share) + 1e-9)) - t;
+    const stored = readJsonl(path.join(options.out, STORE_FILE), (v) => v as { provenance?: { file?: string; function?: string } }).items;
+    const fnOf = (r: { file?: string; function?: string }) => `${r.file ?? ''}\u0000${r.function ?? ''}`;
+    const represented = new Set(stored.map((r) => fnOf(r.provenance ?? {})));
     const held = heldTrivial.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const [i, h] of held.entries()) {
+    for (const h of held) {
       if (limitReached()) return;
-      if (i < room) await h.store();
-      else drop(h.sample, 'store', 'trivial_cap');
+      const fn = fnOf(h.sample);
+      if (represented.has(fn)) drop(h.sample, 'store', 'trivial_cap');
+      else {
+        represented.add(fn);
+        await h.store();
+      }
     }
   };
+
+
   const worker = async () => {
     for (;;) {
       if (deps.signal?.aborted) return;
