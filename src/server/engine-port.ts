@@ -85,7 +85,8 @@ export interface CallVerificationResult {
   sample: VerificationSample;
 }
 
-export interface SampleInput {
+/** What "Add to Dataset" hands the engine: a run, its verification, and where the store is. */
+export interface SampleRequest {
   trace: Trace;
   file: string;
   entry: string;
@@ -103,7 +104,7 @@ export interface Engine {
   predictStep(trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult>;
   judgeStep(trace: Trace, step: number, prediction: StepPredictionResult, access: ModelAccess, signal: AbortSignal): Promise<StepJudgement>;
   verifyCall(trace: Trace, access: ModelAccess, signal: AbortSignal): Promise<CallVerificationResult>;
-  addSample(input: SampleInput): Promise<{ id: string; added: boolean }>;
+  addSample(input: SampleRequest): Promise<{ id: string; added: boolean }>;
   exportSamples(storeDir: string, params: ExportParams, settings: Settings): Promise<ExportResult>;
   health(access: ModelAccess, signal: AbortSignal): Promise<Health>;
   close(): Promise<void>;

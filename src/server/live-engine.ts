@@ -12,7 +12,7 @@ import { TracerError, TracerPool } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
 import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine-port';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
-import { buildSample } from './samples';
+import { editorSample } from './samples';
 import { predictStep, judgeStep, verifyCall, type Answering } from './asking';
 
 export interface LiveEngineOptions {
@@ -113,7 +113,7 @@ export class LiveEngine implements Engine, Answering {
   verifyCall: Engine['verifyCall'] = (trace, access, signal) => verifyCall(this, trace, access, signal);
 
   async addSample(input: Parameters<Engine['addSample']>[0]): Promise<{ id: string; added: boolean }> {
-    const sample = buildSample(input);
+    const sample = editorSample(input);
     let store: SampleStore;
     try {
       store = SampleStore.open(input.storeDir);
@@ -124,6 +124,7 @@ export class LiveEngine implements Engine, Answering {
       const r = store.add(sample);
       if (r.added) return { id: r.record.id, added: true };
       if (r.reason === 'duplicate') return { id: r.id, added: false };
+      if (r.reason === 'credential') throw new EngineError('bad_params', `Not added: ${r.message ?? 'the sample holds what looks like a credential'}.`);
       throw new EngineError('store_failed', `The sample was not valid: ${r.message ?? 'unknown reason'}`);
     } finally {
       store.close();

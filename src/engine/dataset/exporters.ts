@@ -2,11 +2,9 @@
 // (verl Parquet, TRL, OpenRLHF JSONL, LLaMA-Factory ShareGPT SFT, CWM-style
 // trace frames). docs/dataset-formats.md documents every column.
 import * as path from 'node:path';
+import type { ExportFormat } from './formats';
 import { encodeParquet, writeFileAtomic, type ParquetColumns } from './parquet';
 import type { ChatMessage, SampleRecord, Split } from './record';
-
-import type { ExportFormat } from './formats';
-
 
 /** `i/n`: this process exports shard i (0-based) of n. */
 export interface Shard {
