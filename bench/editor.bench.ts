@@ -2,14 +2,14 @@
 // 2,000-line Python file with a cached trace, through the real engine server
 // over stdio (target: under 50 ms), and the panel for a 10,000-step run —
 // the server building its rows and the webview logic rendering them.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { PanelDataWireSchema, TraceResultSchema, type PanelData } from '../src/server/protocol';
 import { TraceSchema } from '../src/engine/trace/schema';
-import { findFunctions } from '../src/server/functions';
+import { findFunctions } from '../src/engine/python-functions';
 import { RunStore } from '../src/server/runs';
 import { panelData } from '../src/server/views';
 import { startServer } from '../test/server/lsp-client';
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
     );
     if (long.steps < 10_000) throw new Error(`the long run has only ${long.steps} steps (${long.outcome})`);
     const longTrace = TraceSchema.parse(
-      JSON.parse(readFileSync(TraceResultSchema.parse(await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))', limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 }, wantFile: true })).traceFile!, 'utf8')),
+      TraceResultSchema.parse(await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))', limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 }, wantTrace: true })).trace,
     );
     const store = new RunStore();
     const stored = store.addRun({ uri, file, entry: 'f3(list(range(3800)))', trace: longTrace });

@@ -5,7 +5,7 @@
 // that can block (a FIFO with no writer, a device).
 import { constants, promises as fs, type Stats } from 'node:fs';
 import type { Trace } from '../engine/trace/schema';
-import type { FileRead, Recorder, ReplayDebugSession, ReplaySessionDeps } from './replay-debug-session';
+import type { FileRead, Recorder, ReplaySessionDeps } from './replay-debug-session';
 import { toReplayTrace } from './replay-trace';
 
 const MiB = 1024 * 1024;
@@ -64,7 +64,7 @@ export async function readRegularFile(file: string, maxBytes: number): Promise<F
 export function replaySessionDeps(options: {
   recorder: Recorder;
   cwd: string;
-  onTrace?: ((trace: Trace, session: ReplayDebugSession) => void) | undefined;
+  onTrace?: ((trace: Trace) => void) | undefined;
 }): ReplaySessionDeps {
   return {
     recorder: options.recorder,

@@ -25,7 +25,8 @@ import { describeOutcome, displayValue } from '../engine/trace/outcome';
 import { safeParseTrace } from '../engine/trace/validate';
 import { parseLaunchConfig, toRecordRequest, type RecordRequest } from './launch-config';
 import { reprOf, typeOf, type Py } from './recorded-expression';
-import { ReplayRuntime, type ReplayTrace, type Stop } from './replay-runtime';
+import { DapEvents, DapRequests, type StepEventBody } from './dap-protocol';
+import { ReplayRuntime, type ReplayTrace, type RuntimeStop } from './replay-runtime';
 
 export const THREAD_ID = 1;
 
@@ -52,19 +53,7 @@ export interface ReplaySessionDeps {
   /** Base for relative paths in the launch configuration. */
   cwd: string;
   /** Told about every trace this session replays (the editor UI uses it). */
-  onTrace?(trace: Trace, session: ReplayDebugSession): void;
-}
-
-/** Body of the `execverify/step` event, sent on every stop. */
-export interface StepEventBody {
-  stepIndex: number;
-  /** DAP id of the top frame. */
-  frameId: number;
-  line: number;
-  file: string;
-  /** 1-based run of this line in the recording, when the step is a line event. */
-  run?: number;
-  runs?: number;
+  onTrace?(trace: Trace): void;
 }
 
 type VariableHandle =
@@ -172,7 +161,7 @@ export class ReplayDebugSession extends DebugSession {
     runtime.on('stopped', (stop) => this.onStopped(stop));
     runtime.on('end', (outcome) => this.onEnd(outcome));
     runtime.on('output', (text) => this.sendEvent(new OutputEvent(text + '\n', 'important')));
-    this.deps.onTrace?.(trace, this);
+    this.deps.onTrace?.(trace);
   }
 
   private async record(request: RecordRequest): Promise<RecordResult> {
@@ -237,7 +226,7 @@ export class ReplayDebugSession extends DebugSession {
 
   // ------------------------------------------------------------ events
 
-  private onStopped(stop: Stop): void {
+  private onStopped(stop: RuntimeStop): void {
     this.handles.reset();
     const event = new StoppedEvent(stop.reason, THREAD_ID) as DebugProtocol.StoppedEvent;
     if (stop.description) event.body.description = stop.description;
@@ -251,7 +240,7 @@ export class ReplayDebugSession extends DebugSession {
     }
     event.body.allThreadsStopped = true;
     this.sendEvent(event);
-    this.sendEvent(new Event('execverify/step', this.stepBody()));
+    this.sendEvent(new Event(DapEvents.step, this.stepBody()));
   }
 
   /** The `execverify/step` body for the cursor. */
@@ -351,14 +340,14 @@ export class ReplayDebugSession extends DebugSession {
 
   protected override customRequest(command: string, response: DebugProtocol.Response, args: unknown): void {
     const runtime = this.runtime;
-    if (command === 'execverify/jumpToStep') {
+    if (command === DapRequests.jumpToStep) {
       const stepIndex = (args as { stepIndex?: unknown } | undefined)?.stepIndex;
       if (!runtime || typeof stepIndex !== 'number' || !Number.isInteger(stepIndex) || stepIndex < 0 || stepIndex >= runtime.length) {
         return this.sendErrorResponse(response, { id: 1005, format: `stepIndex must be an integer in [0, ${runtime ? runtime.length - 1 : 0}].`, showUser: false });
       }
       return this.withRuntime(response, (r) => r.jumpTo(stepIndex, 'goto'));
     }
-    if (command === 'execverify/trace') {
+    if (command === DapRequests.trace) {
       if (!runtime) return this.sendErrorResponse(response, { id: 1001, format: 'No recording is loaded yet.', showUser: false });
       const trace = runtime.trace;
       const full = (args as { full?: unknown } | undefined)?.full === true;

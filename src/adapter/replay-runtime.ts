@@ -30,7 +30,8 @@ export interface ReplayTrace {
 
 export type StopReason = 'entry' | 'step' | 'breakpoint' | 'exception' | 'goto' | 'restart';
 
-export interface Stop {
+/** Why and where the runtime stopped (the adapter turns it into DAP's `stopped` event). */
+export interface RuntimeStop {
   reason: StopReason;
   step: number;
   /** Shown by editors next to the reason. */
@@ -62,7 +63,7 @@ export interface GotoTarget {
 export type ExceptionFilter = 'raised' | 'uncaught';
 
 export interface ReplayRuntimeEvents {
-  stopped: [Stop];
+  stopped: [RuntimeStop];
   /** The cursor moved past the end of the recording. */
   end: [Outcome];
   /** A message for the user (for example a breakpoint condition that cannot be evaluated). */
@@ -318,7 +319,7 @@ export class ReplayRuntime extends EventEmitter<ReplayRuntimeEvents> {
 
   // ------------------------------------------------------------ internals
 
-  private stop(stop: Stop): void {
+  private stop(stop: RuntimeStop): void {
     this.emit('stopped', stop);
   }
 

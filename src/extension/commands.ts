@@ -2,7 +2,7 @@
 // verdict now, the panel, Add to dataset, Export…. Each one validates what it
 // gets, asks the engine server, and reports failures with what to do next.
 import * as vscode from 'vscode';
-import { findFunctions } from '../server/functions';
+import { findFunctions } from '../engine/python-functions';
 import {
   AddSampleResultSchema,
   EXPORT_FORMAT_DESCRIPTIONS,
@@ -26,7 +26,7 @@ import type { Log } from './log';
 import { readSettings } from './settings';
 import type { PanelHost } from './panel';
 import type { ReplayBridge } from './replay';
-import { DEBUG_TYPE } from './replay';
+import { DEBUG_TYPE } from '../adapter/dap-protocol';
 import type { StatusBarView } from './statusbar';
 import { ASKS_MODEL, RUNS_JUDGE, type TrustGate } from './trust';
 

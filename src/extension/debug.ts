@@ -3,23 +3,24 @@
 // provider fills in defaults so F5 on a Python file just works.
 import * as vscode from 'vscode';
 import type { Trace } from '../engine/trace/schema';
+import { DEBUG_TYPE } from '../adapter/dap-protocol';
 import { replaySessionDeps } from '../adapter/node-deps';
 import { ReplayDebugSession, type Recorder } from '../adapter/replay-debug-session';
 
 export interface ReplayDebuggerDeps {
   /** The recorder backed by the extension's tracer pool (created lazily, shared by sessions). */
   recorder(): Recorder;
-  /** Told about each replayed trace, with the session, so the editor UI can follow the cursor. */
-  onTrace?(trace: Trace, session: ReplayDebugSession): void;
+  /** Told about each replayed trace, with the VS Code session replaying it, so the editor UI can follow the cursor. */
+  onTrace?(trace: Trace, sessionId: string): void;
 }
-
-export const DEBUG_TYPE = 'execverify';
 
 export function registerReplayDebugger(context: vscode.ExtensionContext, deps: ReplayDebuggerDeps): void {
   const factory: vscode.DebugAdapterDescriptorFactory = {
     createDebugAdapterDescriptor(session) {
       const cwd = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
-      const adapter = new ReplayDebugSession(replaySessionDeps({ recorder: trustedRecorder(deps.recorder), cwd, onTrace: deps.onTrace }));
+      // This factory knows the session: it hands the session id along with each trace (no round trip through the adapter).
+      const onTrace = deps.onTrace ? (trace: Trace) => deps.onTrace!(trace, session.id) : undefined;
+      const adapter = new ReplayDebugSession(replaySessionDeps({ recorder: trustedRecorder(deps.recorder), cwd, onTrace }));
       return new vscode.DebugAdapterInlineImplementation(adapter);
     },
   };

@@ -2,41 +2,29 @@
 // the server owns every trace a session replays), tells the server where the
 // session stands (CodeLens "Predict next step", verdicts on stepping), and
 // keeps the panel's selected row and the debugger's step in sync.
-import { promises as fs } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
-import { z } from 'zod';
-import { Event } from '@vscode/debugadapter';
-import type { Recorder, RecordResult, ReplayDebugSession } from '../adapter/replay-debug-session';
+import { DapEvents, DapRequests, DEBUG_TYPE, StepEventBodySchema } from '../adapter/dap-protocol';
+import type { Recorder, RecordResult } from '../adapter/replay-debug-session';
 import type { RecordRequest } from '../adapter/launch-config';
 import { type Trace } from '../engine/trace/schema';
-import { parseTrace } from '../engine/trace/validate';
-import { Methods, TraceResultSchema, type StepChanged } from '../server/protocol';
+import { Methods, TraceResultSchema, type DebuggerStop, type StepChanged } from '../server/protocol';
 import type { EngineClient } from './engine-client';
 import type { Log } from './log';
 import type { PanelHost } from './panel';
 
-export const DEBUG_TYPE = 'execverify';
-/** Sent by onTrace through the adapter itself, so the run id reaches the vscode.DebugSession before any stop. */
-const RUN_EVENT = 'execverify/run';
-const STEP_EVENT = 'execverify/step';
-
 /** The part of the debugger's `execverify/step` event body the editor uses. */
-const StepEventSchema = z.object({ stepIndex: z.number().int().nonnegative(), line: z.number().int().optional(), file: z.string().optional() });
+const StepEventSchema = StepEventBodySchema.partial().required({ stepIndex: true });
 
-export interface Stop {
-  sessionId: string;
-  runId: string;
-  step: number;
-  uri: string | undefined;
-  line: number | undefined;
-}
+/** Where a replay session stands: a step of a known run. */
+export type SessionStop = DebuggerStop & { sessionId: string; runId: string };
 
 export interface ReplayBridge {
   recorder: Recorder;
-  onTrace(trace: Trace, session: ReplayDebugSession): void;
+  /** The debug adapter factory tells which session replays `trace` (the session's run id follows from it). */
+  onTrace(trace: Trace, sessionId: string): void;
   /** Where the active replay session stands, if it has stopped on a step of a known run. */
-  current(): Stop | undefined;
+  current(): SessionStop | undefined;
   /** Moves the replay session of `runId` to `step`. */
   jumpTo(runId: string, step: number): Promise<boolean>;
 }
@@ -45,7 +33,7 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
   const recorded = new WeakMap<Trace, string>();
   const runOfSession = new Map<string, string>();
   const pendingStep = new Map<string, { step: number; uri: string | undefined; line: number | undefined }>();
-  const stops = new Map<string, Stop>();
+  const stops = new Map<string, SessionStop>();
 
   const tellServer = (sessionId: string, step: number, uri: string | undefined, line: number | undefined) => {
     const runId = runOfSession.get(sessionId);
@@ -73,13 +61,13 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
             env: request.env,
             python: request.python,
             limits: request.limits,
-            wantFile: true,
+            wantTrace: true,
           },
           TraceResultSchema,
           tokenSource.token,
         );
-        if (!result.traceFile) return { ok: false, message: 'The engine did not return the recorded trace.' };
-        const trace = parseTrace(JSON.parse(await fs.readFile(result.traceFile, 'utf8')));
+        const trace = result.trace;
+        if (!trace) return { ok: false, message: 'The engine did not return the recorded trace.' };
         recorded.set(trace, result.runId);
         return { ok: true, trace };
       } catch (e) {
@@ -92,9 +80,14 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
 
   const bridge: ReplayBridge = {
     recorder,
-    onTrace(trace, session) {
+    onTrace(trace, sessionId) {
       const known = recorded.get(trace);
-      const announce = (runId: string) => session.sendEvent(new Event(RUN_EVENT, { runId }));
+      const announce = (runId: string) => {
+        runOfSession.set(sessionId, runId);
+        const pending = pendingStep.get(sessionId);
+        pendingStep.delete(sessionId);
+        if (pending) tellServer(sessionId, pending.step, pending.uri, pending.line);
+      };
       if (known) return announce(known);
       // A trace the server has not seen (a "traceFile" launch): register it so predictions can refer to it.
       const first = trace.files[0]?.path ?? 'trace';
@@ -113,7 +106,7 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
         const session = vscode.debug.activeDebugSession?.id === sessionId ? vscode.debug.activeDebugSession : undefined;
         if (!session) continue;
         try {
-          await session.customRequest('execverify/jumpToStep', { stepIndex: step });
+          await session.customRequest(DapRequests.jumpToStep, { stepIndex: step });
           return true;
         } catch (e) {
           deps.log(`jumpToStep failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -126,16 +119,9 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
   context.subscriptions.push(
     vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
       if (e.session.type !== DEBUG_TYPE) return;
-      if (e.event === RUN_EVENT) {
-        const runId = (e.body as { runId?: unknown } | undefined)?.runId;
-        if (typeof runId !== 'string') return;
-        runOfSession.set(e.session.id, runId);
-        const pending = pendingStep.get(e.session.id);
-        pendingStep.delete(e.session.id);
-        if (pending) tellServer(e.session.id, pending.step, pending.uri, pending.line);
-      } else if (e.event === STEP_EVENT) {
+      if (e.event === DapEvents.step) {
         const body = StepEventSchema.safeParse(e.body);
-        if (!body.success) return deps.log(`ignored a malformed ${STEP_EVENT} event`);
+        if (!body.success) return deps.log(`ignored a malformed ${DapEvents.step} event`);
         const { stepIndex, file, line } = body.data;
         tellServer(e.session.id, stepIndex, file ? pathToFileURL(file).href : undefined, line);
       }

@@ -3,7 +3,7 @@
 // any other LSP client (see docs/editor.md). No vscode import here.
 import { z } from 'zod';
 import { ExportFormatSchema } from '../engine/dataset/formats';
-import { LimitsSchema } from '../engine/trace/schema';
+import { LimitsSchema, type Trace } from '../engine/trace/schema';
 
 export { EXPORT_FORMAT_DESCRIPTIONS, ExportFormatSchema, type ExportFormat } from '../engine/dataset/formats';
 
@@ -149,12 +149,19 @@ export const TraceParamsSchema = z.object({
   python: z.string().optional(),
   /** Per-run limits on top of execverify.limits (the replay debugger's launch configuration). */
   limits: LimitsSchema.optional(),
-  /** Also write the trace as JSON to a file (for the replay debugger) and return its path. */
-  wantFile: z.boolean().optional(),
+  /** Also return the recorded trace (the replay debugger replays it). */
+  wantTrace: z.boolean().optional(),
   workDoneToken: z.union([z.string(), z.number()]).optional(),
 });
 export type TraceParams = z.infer<typeof TraceParamsSchema>;
-export const TraceResultSchema = RunSummarySchema.extend({ traceFile: z.string().optional() });
+export const TraceResultSchema = RunSummarySchema.extend({
+  /**
+   * With `wantTrace`: the run's trace. The server checked it (parseTrace) when
+   * the tracer produced it; the editor takes it as it is, with a shape check
+   * only, instead of validating a million steps a second time.
+   */
+  trace: z.custom<Trace>((t) => typeof t === 'object' && t !== null && Array.isArray((t as { steps?: unknown }).steps), 'a recorded trace').optional(),
+});
 export type TraceResult = z.infer<typeof TraceResultSchema>;
 
 /** Registers a trace recorded elsewhere (a replay session's traceFile) so predictions can refer to it. */
@@ -335,13 +342,18 @@ export const PanelParamsSchema = z.object({ runId: z.string() });
 
 // ---------------------------------------------------------------- notifications
 
-/** Client → server: the replay debugger moved (from its `execverify/step` event). */
-export const StepChangedSchema = z.object({
+/** Where the replay debugger stands: a step of a run, where it is in the source. */
+export const DebuggerStopSchema = z.object({
   runId: z.string().nullable(),
   step: z.number().int().nonnegative(),
   uri: z.string().optional(),
   /** 1-based line of the step. */
   line: z.number().int().optional(),
+});
+export type DebuggerStop = z.infer<typeof DebuggerStopSchema>;
+
+/** Client → server: the replay debugger moved (from its `execverify/step` event). */
+export const StepChangedSchema = DebuggerStopSchema.extend({
   /** The session ended: lenses for it disappear. */
   ended: z.boolean().optional(),
 });

@@ -4,7 +4,7 @@
 import { describeOutcome } from '../engine/trace/outcome';
 import type { Trace } from '../engine/trace/schema';
 import type { CallVerificationResult, StepPredictionResult } from './engine-port';
-import type { Prediction, RunSummary, StepVerdict, Verification } from './protocol';
+import type { DebuggerStop, Prediction, RunSummary, StepVerdict, Verification } from './protocol';
 
 export interface Run {
   id: string;
@@ -26,21 +26,14 @@ export interface VerificationRecord {
   result: CallVerificationResult;
 }
 
-/** Where the replay debugger stands, as the client last told us. */
-export interface Stop {
-  runId: string | null;
-  step: number;
-  uri: string | undefined;
-  line: number | undefined;
-}
-
 export class RunStore {
   private readonly runs = new Map<string, Run>();
   private readonly predictions = new Map<string, PredictionRecord>();
   private readonly verifications = new Map<string, VerificationRecord>();
   private readonly history = new Map<string, string[]>();
   private counter = 0;
-  stop: Stop | null = null;
+  /** Where the replay debugger stands, as the client last told us. */
+  stop: DebuggerStop | null = null;
 
   constructor(private readonly maxRuns = 20) {}
 

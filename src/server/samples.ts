@@ -10,7 +10,7 @@ import { asMessages } from '../engine/model/prompt';
 import { referenceAnswer, toGroundTruth } from '../engine/questions';
 import { callPrompt } from './asking';
 import { EngineError, type SampleRequest, type VerificationSample } from './engine-port';
-import { findFunctions } from './functions';
+import { findFunctions } from '../engine/python-functions';
 import { calledFunction } from './runs';
 
 export function editorSample(input: SampleRequest): SampleInput {

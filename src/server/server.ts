@@ -2,7 +2,6 @@
 // requests, progress, cancellation) to the Engine and the RunStore. Any LSP
 // client can drive it; the VS Code extension is one of them.
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -22,7 +21,7 @@ import type { ZodType } from 'zod';
 import { type Entry, type Trace } from '../engine/trace/schema';
 import { safeParseTrace } from '../engine/trace/validate';
 import { EngineError, type Engine, type ModelAccess } from './engine-port';
-import { findFunctions, type PyFunction } from './functions';
+import { findFunctions, type PyFunction } from '../engine/python-functions';
 import { findTestCalls, readTestFiles } from './inputs';
 import {
   AddSampleParamsSchema,
@@ -138,7 +137,6 @@ export class EngineServer {
       this.settingsLoaded = this.refreshSettings(undefined);
     });
     c.onShutdown(async () => {
-      if (this.traceDir) await fs.rm(this.traceDir, { recursive: true, force: true }).catch(() => {});
       await this.engine.close();
     });
     this.documents.onDidClose((e) => this.lensCache.delete(e.document.uri));
@@ -312,7 +310,8 @@ export class EngineServer {
     if (fn && params.entry) this.store.remember(uri, fn, params.entry);
     const summary: TraceResult = summarize(run);
     this.isolationNotice(run.trace);
-    if (params.wantFile) summary.traceFile = await this.writeTraceFile(run);
+    // The replay debugger gets the trace in the reply: validated once, when the tracer produced it.
+    if (params.wantTrace) summary.trace = run.trace;
     if (run.trace.outcome.kind === 'limit') {
       this.notice({ severity: 'warning', message: `The run of ${label} ${summary.outcome}. Raise execverify.limits in the settings to record more.`, action: 'execverify.openSettings' });
     }
@@ -325,16 +324,6 @@ export class EngineServer {
     const trace = parsed.trace;
     const entry = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'function' ? `${trace.entry.target}(${trace.entry.args})` : path.basename(uriToPath(uri));
     return summarize(this.store.addRun({ uri, file: uriToPath(uri), entry, trace }));
-  }
-
-  private traceDir: string | undefined;
-
-  /** Writes a run's trace as JSON for the replay debugger, in a private temporary folder removed at shutdown. */
-  private async writeTraceFile(run: Run): Promise<string> {
-    this.traceDir ??= await fs.mkdtemp(path.join(os.tmpdir(), 'execverify-traces-'));
-    const file = path.join(this.traceDir, `${run.id}.json`);
-    await fs.writeFile(file, JSON.stringify(run.trace));
-    return file;
   }
 
   private requireRun(runId: string): Run {

@@ -2,7 +2,7 @@
 // panel rows, the "Predict next step" lens at the debugger's stop, input
 // candidates from the workspace's tests, and bad input shown well.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -93,10 +93,10 @@ test('input candidates: the last run first, then calls found in the workspace’
   ]);
 });
 
-test('the trace can be written to a file the replay debugger loads', async () => {
-  const run = await trace('total_even([2])', { wantFile: true });
-  assert.ok(run.traceFile);
-  const t = TraceSchema.parse(JSON.parse(readFileSync(run.traceFile, 'utf8')));
+test('the trace comes back in the reply for the replay debugger', async () => {
+  const run = await trace('total_even([2])', { wantTrace: true });
+  assert.ok(run.trace);
+  const t = TraceSchema.parse(run.trace);
   assert.equal(t.steps.length, run.steps);
 });
 
@@ -140,8 +140,8 @@ test('no Python interpreter: a no_python error that says which setting to fix', 
 });
 
 test('a trace recorded elsewhere can be adopted; a non-trace is refused', async () => {
-  const run = await trace('total_even([4])', { wantFile: true });
-  const recorded = JSON.parse(readFileSync(run.traceFile!, 'utf8'));
+  const run = await trace('total_even([4])', { wantTrace: true });
+  const recorded = run.trace!;
   const adopted = TraceResultSchema.parse(await server.connection.sendRequest('execverify/adopt', { uri, trace: recorded }));
   assert.notEqual(adopted.runId, run.runId);
   assert.equal(adopted.steps, run.steps);

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { TraceSchema } from '../../src/engine/trace/schema';
-import { findFunctions } from '../../src/server/functions';
+import { findFunctions } from '../../src/engine/python-functions';
 import { findTestCalls } from '../../src/server/inputs';
 import { PanelDataWireSchema, parseSettings } from '../../src/server/protocol';
 import { describeOutcome } from '../../src/engine/trace/outcome';

@@ -186,14 +186,28 @@ function bridgeSetup() {
   return { engine, bridge, selected, select: (e: { runId: string; step: number }) => panelListener!(e) };
 }
 
-test('the debugger’s step events reach the server and the panel once the session’s run is known', () => {
-  const { engine, bridge, selected } = bridgeSetup();
+function loopTrace() {
+  return JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'editor', 'loop-trace.json'), 'utf8'));
+}
+
+/** What happens when a session replays a recording: the bridge records it as `runId`, and the adapter factory hands it the session's id with the trace. */
+async function replayIn(setup: ReturnType<typeof bridgeSetup>, sessionId: string, runId: string): Promise<void> {
+  const trace = loopTrace();
+  setup.engine.on('execverify/trace', () => ({ runId, uri: URI, entry: 'f(3)', steps: trace.steps.length, outcome: 'returned', outcomeKind: 'returned', pythonVersion: '3.12', trace }));
+  const result = await setup.bridge.recorder.record({ program: FILE, entry: { kind: 'call', expr: 'f(3)' }, cwd: '/ws' }, new AbortController().signal);
+  assert.ok(result.ok);
+  setup.bridge.onTrace(result.trace, sessionId);
+}
+
+test('the debugger’s step events reach the server and the panel once the session’s run is known', async () => {
+  const setup = bridgeSetup();
+  const { engine, bridge, selected } = setup;
   const session = makeDebugSession('dbg-1');
   fake.activeDebugSession = session;
   // A stop can arrive before the run id: it is held, then delivered.
   fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/step', body: { stepIndex: 0, line: 1, file: FILE, frameId: 1 } });
   assert.equal(engine.notifications.length, 0);
-  fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/run', body: { runId: 'run-3' } });
+  await replayIn(setup, 'dbg-1', 'run-3');
   fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/step', body: { stepIndex: 4, line: 3, file: FILE, frameId: 1 } });
   assert.deepEqual(engine.notifications.map((n) => n.params), [
     { runId: 'run-3', step: 0, uri: URI, line: 1 },
@@ -206,39 +220,41 @@ test('the debugger’s step events reach the server and the panel once the sessi
   assert.equal(bridge.current(), undefined);
 });
 
-test('events of other debuggers and malformed step events are ignored', () => {
-  const { engine } = bridgeSetup();
+test('events of other debuggers and malformed step events are ignored', async () => {
+  const setup = bridgeSetup();
+  const { engine } = setup;
   const py = makeDebugSession('py', 'debugpy');
-  fake.emitters.debugCustomEvent.fire({ session: py, event: 'execverify/run', body: { runId: 'x' } });
+  await replayIn(setup, 'py', 'x');
+  fake.emitters.debugCustomEvent.fire({ session: py, event: 'execverify/step', body: { stepIndex: 0, line: 1, file: FILE, frameId: 1 } });
   const ours = makeDebugSession('ev');
-  fake.emitters.debugCustomEvent.fire({ session: ours, event: 'execverify/run', body: { runId: 'run-1' } });
+  await replayIn(setup, 'ev', 'run-1');
   fake.emitters.debugCustomEvent.fire({ session: ours, event: 'execverify/step', body: { stepIndex: -1 } });
   assert.deepEqual(engine.notifications, []);
 });
 
 test('selecting a row moves the replay session of that run', async () => {
-  const { select } = bridgeSetup();
+  const setup = bridgeSetup();
+  const { select } = setup;
   const session = makeDebugSession('dbg-2');
   fake.activeDebugSession = session;
-  fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/run', body: { runId: 'run-5' } });
+  await replayIn(setup, 'dbg-2', 'run-5');
   select({ runId: 'run-5', step: 17 });
   await tick();
   assert.deepEqual(fake.customRequests, [{ command: 'execverify/jumpToStep', args: { stepIndex: 17 } }]);
 });
 
-test('the recorder records through the engine server and announces the run id to the session', async () => {
+test('the recorder records through the engine server, and the session replaying it is known by its run id', async () => {
   const { engine, bridge } = bridgeSetup();
-  const dir = mkdtempSync(path.join(tmpdir(), 'ev-rec-'));
-  const traceFile = path.join(dir, 't.json');
-  const trace = JSON.parse(readFileSync(path.join(__dirname, '..', 'fixtures', 'editor', 'loop-trace.json'), 'utf8'));
-  (await import('node:fs')).writeFileSync(traceFile, JSON.stringify(trace));
-  engine.on('execverify/trace', () => ({ runId: 'run-9', uri: URI, entry: 'f(3)', steps: trace.steps.length, outcome: 'returned', outcomeKind: 'returned', pythonVersion: '3.12', traceFile }));
+  const trace = loopTrace();
+  engine.on('execverify/trace', () => ({ runId: 'run-9', uri: URI, entry: 'f(3)', steps: trace.steps.length, outcome: 'returned', outcomeKind: 'returned', pythonVersion: '3.12', trace }));
   const result = await bridge.recorder.record({ program: FILE, entry: { kind: 'call', expr: 'f(3)' }, cwd: '/ws' }, new AbortController().signal);
   assert.equal(result.ok, true);
-  assert.deepEqual(engine.requests[0]!.params, { uri: URI, entry: 'f(3)', cwd: '/ws', env: undefined, python: undefined, limits: undefined, wantFile: true });
-  const sent: unknown[] = [];
-  bridge.onTrace((result as unknown as { trace: never }).trace, { sendEvent: (e: unknown) => sent.push(e) } as never);
-  assert.deepEqual(sent.map((e) => [(e as { event: string }).event, (e as { body: unknown }).body]), [['execverify/run', { runId: 'run-9' }]]);
+  assert.deepEqual(engine.requests[0]!.params, { uri: URI, entry: 'f(3)', cwd: '/ws', env: undefined, python: undefined, limits: undefined, wantTrace: true });
+  const session = makeDebugSession('dbg-9');
+  fake.activeDebugSession = session;
+  bridge.onTrace((result as unknown as { trace: never }).trace, 'dbg-9');
+  fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/step', body: { stepIndex: 2, line: 2, file: FILE, frameId: 1 } });
+  assert.deepEqual(engine.notifications.map((n) => n.params), [{ runId: 'run-9', step: 2, uri: URI, line: 2 }]);
 });
 
 test('a failed recording is a message for the Debug Console, not an exception', async () => {

@@ -1,6 +1,7 @@
-// Finds the Python functions a CodeLens can trace, by a line scan rather than a
-// parser: it must stay fast on big files and keep working while a file does
-// not parse (the tracer reports the syntax error when the user runs it).
+// Finds the Python functions a CodeLens (and the editor's Trace… command) can
+// trace, by a line scan rather than a parser: it must stay fast on big files
+// and keep working while a file does not parse (the tracer reports the syntax
+// error when the user runs it).
 
 /** A function defined in a Python source file. */
 export interface PyFunction {
