@@ -11,12 +11,13 @@ import { resolvePython } from '../engine/python';
 import { TracerError, TracerPool } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
 import { EngineError, type Engine, type ModelAccess, type TraceRequest } from './engine-port';
+import type { Log } from '../engine/log';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
 import { editorSample } from './samples';
 import { predictStep, judgeStep, verifyCall, type Answering } from './asking';
 
 export interface LiveEngineOptions {
-  log: (line: string) => void;
+  log: Log;
   env?: NodeJS.ProcessEnv;
 }
 

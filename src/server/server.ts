@@ -19,6 +19,7 @@ import {
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { ZodType } from 'zod';
 import { type Entry, type Trace } from '../engine/trace/schema';
+import type { Log } from '../engine/log';
 import { safeParseTrace } from '../engine/trace/validate';
 import { EngineError, type Engine, type ModelAccess } from './engine-port';
 import { findFunctions, type PyFunction } from '../engine/python-functions';
@@ -56,9 +57,6 @@ import {
 } from './protocol';
 import { RunStore, calledFunction, summarize, type PredictionRecord, type Run } from './runs';
 import { inlineItems, panelData } from './views';
-
-/** What the server writes to its log; never given a key. */
-export type Log = (line: string) => void;
 
 /** Error code used in ResponseError for engine failures; `data.code` says which. */
 const ENGINE_ERROR = -32001;
