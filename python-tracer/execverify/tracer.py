@@ -22,6 +22,17 @@ from .recorder import (DEFAULT_LIMITS, Recorder, RawJSON as _RawJSON, encoders a
                        head_text as _head_text, tail_text as _tail_text)
 from .values import type_name
 
+# Top-level names of the standard library (3.10+ lists them; before, the
+# built-in modules and the standard library's own directory).
+_STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()) or sys.builtin_module_names)
+if not hasattr(sys, "stdlib_module_names"):
+    _lib = os.path.dirname(os.__file__)
+    try:
+        _STDLIB_NAMES = _STDLIB_NAMES | frozenset(
+            os.path.splitext(n)[0] for n in os.listdir(_lib) if n.endswith(".py") or os.path.isdir(os.path.join(_lib, n)))
+    except OSError:
+        pass
+
 _HAS_MONITORING = hasattr(sys, "monitoring")
 if _HAS_MONITORING:
     from .sysmon import MonitoringBackend
@@ -202,7 +213,11 @@ def run_in_child(job: Job, ctx) -> None:
         mod = type(sys)(modname)
         mod.__dict__.update(ns)
         ns = mod.__dict__
-        sys.modules[modname] = mod
+        # Registered under its name (classes, dataclasses and pickling look
+        # their module up there) unless that name is a module the program
+        # may import (a project's time.py must not hide the standard time).
+        if modname not in sys.modules and modname not in _STDLIB_NAMES:
+            sys.modules[modname] = mod
         job.modname = modname
         try:
             exec(job.code, ns)  # module body: defines the entry, not traced

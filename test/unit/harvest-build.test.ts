@@ -94,7 +94,6 @@ test('doctest examples and comments stating a result never reach the prompt', as
 
 test(
   'a project module named like a standard one (clock/time.py) does not shadow it in the tracer',
-  { todo: 'the tracer registers a call job under its file name (sys.modules["time"] = the sample): tracer.py run_in_child must not use a name already in sys.modules or sys.stdlib_module_names' },
   async () => {
     const { drops, builtFunctions, buildDrops } = await harvestFixture('stdlib-name');
     assert.deepEqual(buildDrops, [], 'the build keeps them');
