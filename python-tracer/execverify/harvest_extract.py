@@ -462,12 +462,18 @@ def _merge_pieces(pieces):
             continue
         seen.add(key)
         if module is not None:
+            # One module may rebind its own names (module order decides, as
+            # when it runs); another module's different binding is a conflict.
             meanings = {name: _binding(module, unit, name) for name in unit.binds}
-            if any(name in owner and owner[name] != meaning for name, meaning in meanings.items()):
-                return "name_conflict"
-            if meanings and all(owner.get(name) == meaning for name, meaning in meanings.items()) and _is_import(unit):
+            for name, meaning in meanings.items():
+                earlier = owner.get(name)
+                if earlier is not None and earlier[0] != module.path and meaning not in earlier[1]:
+                    return "name_conflict"
+            if meanings and _is_import(unit) and all(name in owner and meaning in owner[name][1] for name, meaning in meanings.items()):
                 continue  # an identical import from another module adds nothing
-            owner.update(meanings)
+            for name, meaning in meanings.items():
+                path, seen_meanings = owner.get(name, (module.path, set()))
+                owner[name] = (path, seen_meanings | {meaning})
         ordered.append((module, unit))
     return ordered
 
