@@ -21,7 +21,7 @@ log "node tests"
 shopt -s globstar nullglob
 node_tests=()
 for f in test/**/*.test.ts; do
-  case "$f" in test/e2e/*|test/electron/*) continue ;; esac
+  case "$f" in test/e2e/*) continue ;; esac
   node_tests+=("$f")
 done
 tap=$(mktemp)
