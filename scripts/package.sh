@@ -7,6 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f dist/extension.js ] || { echo "package: dist/extension.js is missing; run npm run build first" >&2; exit 1; }
+# A test build (npm run build -- --test, as test/e2e/run.sh makes) carries the self-test: never ship it.
+if grep -q EXECVERIFY_SELFTEST_OUT dist/extension.js && [ "${EXECVERIFY_PACKAGE_TEST_BUILD:-}" != 1 ]; then
+  echo "package: dist/ holds a test build (with the self-test); run npm run build first" >&2
+  exit 1
+fi
 stage=$(mktemp -d /tmp/execverify-vsix.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 for p in package.json README.md LICENSE CHANGELOG.md .vscodeignore dist media docs python-tracer; do

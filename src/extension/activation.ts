@@ -29,6 +29,8 @@ export function activateExtension(context: vscode.ExtensionContext, startEngine:
   const replay = registerReplayBridge(context, { client, panel, log });
   registerReplayDebugger(context, { recorder: () => replay.recorder, onTrace: replay.onTrace });
   registerCommands(context, { client, trust, panel, status, replay, log });
-  scheduleSelfTest(context, { client });
+  // Only a test build has the self-test (scripts/build.mjs --test, which test/e2e/run.sh uses):
+  // in the shipped bundle this condition is false at build time and the self-test is left out.
+  if (process.env.EXECVERIFY_TEST_BUILD === '1') scheduleSelfTest(context, { client });
   return { client, inline, status, panel, replay };
 }
