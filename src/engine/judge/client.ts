@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { QuestionKind } from '../questions/schema';
 import { RewardSchema, VerdictSchema, type GroundTruth, type JudgeOptions, type Reward, type RewardOptions, type Verdict } from './schema';
 
-/** What the judge needs from a worker pool (TracerPool satisfies it). */
+/** What the judge needs from a worker pool (worker/pool.ts WorkerPool, and so TracerPool, satisfies it). */
 export interface WorkerRequester {
   request(op: string, params?: Record<string, unknown>, signal?: AbortSignal, timeoutMs?: number): Promise<unknown>;
 }
