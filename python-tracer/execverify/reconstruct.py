@@ -28,6 +28,7 @@ import fractions
 import math
 import sys
 import types
+from typing import Any
 
 DEFAULT_CONTAINER_LIMIT = 64
 DEFAULT_LENGTH_LIMIT = 2000
@@ -193,10 +194,11 @@ class _Describer:
             return name
         owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
         if isinstance(owner, type) and getattr(owner, name, None) is not None:
-            if getattr(builtins, owner.__name__, None) is owner and owner.__name__ not in self.namespace:
+            owner_name = owner.__name__
+            if getattr(builtins, owner_name, None) is owner and owner_name not in self.namespace:
                 attribute = owner.__dict__.get(name)
                 if attribute is fn or getattr(owner, name) == fn:
-                    return "%s.%s" % (owner.__name__, name)  # str.lower, dict.fromkeys
+                    return "%s.%s" % (owner_name, name)  # str.lower, dict.fromkeys
         return self.stdlib_ref(fn, qualname)
 
     def stdlib_ref(self, obj, qualname: str) -> str:
@@ -213,7 +215,7 @@ class _Describer:
             mod = sys.modules.get(candidate)
             if mod is None:
                 continue
-            target = mod
+            target: Any = mod
             for part in qualname.split("."):
                 target = getattr(target, part, None)
             if target is obj or (target is not None and target == obj and type(target) is type(obj)):
