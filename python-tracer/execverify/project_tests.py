@@ -27,6 +27,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
+from .pytest_plugin import error_lines as _error_lines
 
 # Directories that hold no project tests (environments, build output, VCS).
 _SKIP_DIRS = frozenset([".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "build", "dist",
@@ -38,7 +39,6 @@ _PYTEST_IMPORT = re.compile(r"^\s*(?:import\s+pytest\b|from\s+pytest\b|from\s+_p
 _UNITTEST = re.compile(r"^\s*(?:import\s+unittest\b|from\s+unittest\b)|\bTestCase\b", re.M)
 # Seconds a stopping run gets to write what it captured before it exits anyway.
 STOP_GRACE_S = 10.0
-ERROR_LINES = 8
 
 _stopping = threading.Event()
 
@@ -140,19 +140,6 @@ def _forget_preimported(root: str) -> None:
             path = getattr(mod, "__file__", None) or ""
             if not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
                 del sys.modules[loaded]
-
-
-def _error_lines(text: str, pytest_style: bool):
-    """The first line of a collection error and the lines that say what went wrong."""
-    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
-    if not lines:
-        return []
-    if pytest_style:
-        cause = [line for line in lines if line.startswith("E ")]
-    else:
-        cause = [lines[-1]]
-    head = [lines[0]]
-    return (head + [c for c in cause if c != lines[0]])[:ERROR_LINES]
 
 
 def _on_stop(signum, frame):
@@ -304,7 +291,7 @@ def _run_pytest(root, capture, done_before, stats):
 
     from .pytest_plugin import CapturePlugin
 
-    plugin = CapturePlugin(capture, done_before=done_before)
+    plugin = CapturePlugin(capture, done_before=done_before, stopping=_stopping)
     # A module that fails to import is counted and shown; the other tests still run.
     args = ["-p", "no:cacheprovider", "-q", "--continue-on-collection-errors"]
     try:

@@ -12,6 +12,21 @@ import os
 
 from .capture import DEFAULT_PER_FUNCTION, CallCapture
 
+ERROR_LINES = 8
+
+
+def error_lines(text: str, pytest_style: bool):
+    """The first line of a collection error and the lines that say what went wrong."""
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return []
+    if pytest_style:
+        cause = [line for line in lines if line.startswith("E ")]
+    else:
+        cause = [lines[-1]]
+    head = [lines[0]]
+    return (head + [c for c in cause if c != lines[0]])[:ERROR_LINES]
+
 
 class CapturePlugin:
     """Counts tests, failures (setup and teardown errors included) and
@@ -19,8 +34,9 @@ class CapturePlugin:
     collected test files out of the samples, and skips the tests an
     interrupted run already finished (`done_before`)."""
 
-    def __init__(self, capture, done_before=()):
+    def __init__(self, capture, done_before=(), stopping=None):
         self.capture = capture
+        self.stopping = stopping  # set when the run is being stopped (a signal): no test counts as done
         self.done_before = set(done_before)
         self.done = set()
         self.tests = 0
@@ -37,10 +53,8 @@ class CapturePlugin:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            from .project_tests import _error_lines
-
             text = getattr(report, "longreprtext", "") or str(report.longrepr)
-            self.errors.append({"where": report.nodeid or ".", "lines": _error_lines(text, True)})
+            self.errors.append({"where": report.nodeid or ".", "lines": error_lines(text, True)})
 
     def pytest_collection_modifyitems(self, session, config, items):
         if self.done_before:
@@ -66,9 +80,7 @@ class CapturePlugin:
             self._failed.add(report.nodeid)
             self.failures += 1
         if report.when == "teardown":
-            from .project_tests import _stopping
-
-            if not _stopping.is_set() and not self.interrupted:
+            if not (self.stopping is not None and self.stopping.is_set()) and not self.interrupted:
                 self.done.add(report.nodeid)
 
     def pytest_keyboard_interrupt(self, excinfo):
