@@ -19,7 +19,7 @@ file as a module named "custom_module"), so it must import its siblings without
 relying on being inside the package.
 
 Ground truth travels as a JSON string, format "execverify.truth/1" — see
-docs/rewards-for-trainers.md and src/engine/judge/truth.ts (the zod schema).
+docs/rewards-for-trainers.md and src/engine/judge/schema.ts (the zod schema).
 """
 
 from __future__ import annotations

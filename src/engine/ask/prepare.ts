@@ -6,7 +6,7 @@ import { baselineQuestion } from '../model/baseline';
 import type { BaselineQuestion } from '../model/provider';
 import { renderPrompts, type RenderContext, type RenderedPrompt, type Template } from '../model/templates';
 import { generateQuestions, type QuestionOptions } from '../questions/generate';
-import { nextStepQuestions } from '../questions/nextStep';
+import { nextStepQuestions } from '../questions/next-step';
 import { seedFrom } from '../questions/rng';
 import type { Question } from '../questions/schema';
 import { referenceAnswer, toGroundTruth } from '../questions/truth';

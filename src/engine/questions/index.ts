@@ -2,7 +2,7 @@
 // and conversion to the judge's ground truth.
 export { QuestionSchema, QuestionSetSchema, type Question, type QuestionKind, type WhiteBoxQuestion } from './schema';
 export { generateQuestions, entryFrame, functionLines, calleeOf, type QuestionOptions } from './generate';
-export { nextStepQuestions, type NextStepOptions } from './nextStep';
+export { nextStepQuestions, type NextStepOptions } from './next-step';
 export { toGroundTruth, referenceAnswer, referenceLine } from './truth';
 export { seededRng, seedFrom, type Rng } from './rng';
 export { confirmIn, movedQuestions } from './confirm';
