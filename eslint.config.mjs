@@ -47,7 +47,7 @@ export default tseslint.config(
           patterns: [
             {
               regex: '^\\.\\./server/(?!protocol$)',
-              message: 'The extension talks to the engine server over LSP: import only src/server/protocol, never the server\'s internals.',
+              message: "The extension talks to the engine server over LSP: import only src/server/protocol, never the server's internals.",
             },
           ],
         },

@@ -59,7 +59,9 @@ async function recordTrace(): Promise<Trace> {
       entry: { kind: 'call', expr: 'work(10_000_000)' },
       limits: { steps: EVENTS, wallTimeMs: 600_000, cpuTimeMs: 600_000, traceBytes: 1024 * 1024 * 1024, memoryMb: 4096 },
     });
-    console.log(`recorded ${trace.steps.length} events with the real tracer (python ${trace.python.version}, ${trace.python.backend}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; outcome: ${trace.outcome.kind}`);
+    console.log(
+      `recorded ${trace.steps.length} events with the real tracer (python ${trace.python.version}, ${trace.python.backend}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; outcome: ${trace.outcome.kind}`,
+    );
     const save = arg('save');
     if (save) fs.writeFileSync(save, JSON.stringify(trace));
     return trace;
@@ -111,7 +113,17 @@ async function main(): Promise<void> {
   global.gc?.();
   const after = process.memoryUsage();
 
-  const samples: Record<string, { start: number; ms: number; cpuMs: number }[]> = { next: [], stepIn: [], stepOut: [], stepBack: [], stackTrace: [], scopes: [], variables: [], 'variables(child)': [], evaluate: [] };
+  const samples: Record<string, { start: number; ms: number; cpuMs: number }[]> = {
+    next: [],
+    stepIn: [],
+    stepOut: [],
+    stepBack: [],
+    stackTrace: [],
+    scopes: [],
+    variables: [],
+    'variables(child)': [],
+    evaluate: [],
+  };
   // Wall time is what a user feels; CPU time (this process: adapter + client) is the work done,
   // which stays meaningful on a loaded, shared machine where the scheduler adds wall-time outliers.
   const time = async (name: string, fn: () => Promise<unknown>) => {
@@ -126,7 +138,8 @@ async function main(): Promise<void> {
   // outliers (besides a shared, loaded machine): record them to tell the two apart in the report.
   const gcPauses: { start: number; end: number; kind: number }[] = [];
   const gcObserver = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0 });
+    for (const e of list.getEntries())
+      gcPauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: (e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0 });
   });
   global.gc?.();
   gcObserver.observe({ entryTypes: ['gc'] });
@@ -152,7 +165,9 @@ async function main(): Promise<void> {
     const st = (await time('stackTrace', () => dc.stackTraceRequest({ threadId: 1 }))) as DebugProtocol.StackTraceResponse;
     const frameId = st.body.stackFrames[0]!.id;
     const scopes = (await time('scopes', () => dc.scopesRequest({ frameId }))) as DebugProtocol.ScopesResponse;
-    const vars = (await time('variables', () => dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference }))) as DebugProtocol.VariablesResponse;
+    const vars = (await time('variables', () =>
+      dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference }),
+    )) as DebugProtocol.VariablesResponse;
     const seen = vars.body.variables.find((v) => v.name === 'seen');
     if (seen?.variablesReference) await time('variables(child)', () => dc.variablesRequest({ variablesReference: seen.variablesReference }));
     await time('evaluate', () => dc.evaluateRequest({ expression: 'total % 7 == 3 and len(seen) >= 0', frameId, context: 'watch' }));
@@ -169,7 +184,9 @@ async function main(): Promise<void> {
 
   console.log(`\ntrace: ${trace.steps.length} events, ${lineSteps.length} runs of the loop body`);
   console.log(`index + first stop: ${indexMs.toFixed(0)} ms`);
-  console.log(`memory: rss ${mb(before.rss)} -> ${mb(after.rss)} (+${mb(after.rss - before.rss)} for the session's index), heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)}); the parsed trace itself is in 'before'`);
+  console.log(
+    `memory: rss ${mb(before.rss)} -> ${mb(after.rss)} (+${mb(after.rss - before.rss)} for the session's index), heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)}); the parsed trace itself is in 'before'`,
+  );
   console.log(`\nrequest latency over DAP (${POSITIONS} positions across the trace), target p99 < 10 ms:`);
   gcObserver.disconnect();
   let worst = 0;
@@ -179,7 +196,10 @@ async function main(): Promise<void> {
   for (const [name, xs] of Object.entries(samples)) {
     if (!xs.length) continue;
     const sorted = xs.map((x) => x.ms).sort((a, b) => a - b);
-    const clean = xs.filter((x) => !overlapsGc(x)).map((x) => x.ms).sort((a, b) => a - b);
+    const clean = xs
+      .filter((x) => !overlapsGc(x))
+      .map((x) => x.ms)
+      .sort((a, b) => a - b);
     const p99 = percentile(sorted, 99);
     worst = Math.max(worst, p99);
     if (clean.length) worstNoGc = Math.max(worstNoGc, percentile(clean, 99));
@@ -191,9 +211,16 @@ async function main(): Promise<void> {
     );
   }
   const pauses = gcPauses.map((g) => g.end - g.start).sort((a, b) => a - b);
-  console.log(`GC during the measurements: ${pauses.length} pauses, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms, longest ${(pauses.at(-1) ?? 0).toFixed(1)} ms; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
+  console.log(
+    `GC during the measurements: ${pauses.length} pauses, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms, longest ${(pauses.at(-1) ?? 0).toFixed(1)} ms; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} on ${os.cpus().length} cores`,
+  );
   console.log(`\ncontinue with a never-true condition over the whole trace (${lineSteps.length} evaluations): ${wholeTraceMs.toFixed(0)} ms`);
-  console.log(`worst wall p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target (without GC-overlapped samples: ${worstNoGc.toFixed(2)} ms); worst cpu p99: ${worstCpu.toFixed(2)} ms`);
+  console.log(
+    `worst wall p99: ${worst.toFixed(2)} ms — ${worst < 10 ? 'within' : 'OVER'} the 10 ms target (without GC-overlapped samples: ${worstNoGc.toFixed(2)} ms); worst cpu p99: ${worstCpu.toFixed(2)} ms`,
+  );
   await dc.stop();
   server.close();
   if (restored) fs.rmSync(restored, { recursive: true, force: true });

@@ -37,7 +37,18 @@ async function time(n: number, fn: (i: number) => Promise<unknown> | unknown): P
 function bigModule(): string {
   const lines: string[] = [];
   for (let f = 0; lines.length < 2000; f++) {
-    lines.push(`def f${f}(xs):`, '    """Sum the even items."""', '    total = 0', '    for x in xs:', '        if x % 2 == 0:', '            total += x', '        else:', '            total -= 1', '    return total', '');
+    lines.push(
+      `def f${f}(xs):`,
+      '    """Sum the even items."""',
+      '    total = 0',
+      '    for x in xs:',
+      '        if x % 2 == 0:',
+      '            total += x',
+      '        else:',
+      '            total -= 1',
+      '    return total',
+      '',
+    );
   }
   return lines.slice(0, 2000).join('\n') + '\n';
 }
@@ -64,7 +75,11 @@ async function main(): Promise<void> {
     await c.sendNotification('execverify/stepChanged', { runId: run.runId, step, uri, line: data.rows[step]!.line });
 
     const lens = () => c.sendRequest('textDocument/codeLens', { textDocument: { uri } }) as Promise<unknown[]>;
-    const hints = () => c.sendRequest('textDocument/inlayHint', { textDocument: { uri }, range: { start: { line: 0, character: 0 }, end: { line: 2000, character: 0 } } }) as Promise<unknown[]>;
+    const hints = () =>
+      c.sendRequest('textDocument/inlayHint', {
+        textDocument: { uri },
+        range: { start: { line: 0, character: 0 }, end: { line: 2000, character: 0 } },
+      }) as Promise<unknown[]>;
     const lenses = await lens();
     const inline = await hints();
     await time(20, lens); // warm-up
@@ -72,7 +87,10 @@ async function main(): Promise<void> {
     let version = 1;
     const edited = await time(100, async () => {
       version += 1;
-      await c.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ range: { start: { line: 1999, character: 0 }, end: { line: 1999, character: 0 } }, text: ' ' }] });
+      await c.sendNotification('textDocument/didChange', {
+        textDocument: { uri, version },
+        contentChanges: [{ range: { start: { line: 1999, character: 0 }, end: { line: 1999, character: 0 } }, text: ' ' }],
+      });
       await lens();
     });
     console.log(`CodeLens after an edit (full rescan):           ${stats(edited)}`);
@@ -86,11 +104,22 @@ async function main(): Promise<void> {
 
     // The panel on a 10,000-step run.
     const long = TraceResultSchema.parse(
-      await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))', limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 } }),
+      await c.sendRequest('execverify/trace', {
+        uri,
+        entry: 'f3(list(range(3800)))',
+        limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 },
+      }),
     );
     if (long.steps < 10_000) throw new Error(`the long run has only ${long.steps} steps (${long.outcome})`);
     const longTrace = TraceSchema.parse(
-      TraceResultSchema.parse(await c.sendRequest('execverify/trace', { uri, entry: 'f3(list(range(3800)))', limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 }, wantTrace: true })).trace,
+      TraceResultSchema.parse(
+        await c.sendRequest('execverify/trace', {
+          uri,
+          entry: 'f3(list(range(3800)))',
+          limits: { steps: 100_000, traceBytes: 256 * 1024 * 1024, wallTimeMs: 60_000 },
+          wantTrace: true,
+        }),
+      ).trace,
     );
     const store = new RunStore();
     const stored = store.addRun({ uri, file, entry: 'f3(list(range(3800)))', trace: longTrace });
@@ -102,7 +131,9 @@ async function main(): Promise<void> {
     console.log(`Panel data for a ${long.steps}-step run (server rows + JSON over stdio + zod): ${stats(fetch)}`);
     const message = { type: 'data', data: panel };
     let state = M.initialState();
-    console.log(`Panel model: rows from data (${panel!.rows.length}):               ${stats(await time(20, () => (state = M.applyMessage(M.initialState(), message))))}`);
+    console.log(
+      `Panel model: rows from data (${panel!.rows.length}):               ${stats(await time(20, () => (state = M.applyMessage(M.initialState(), message))))}`,
+    );
     const frame = await time(200, (i) => {
       const w = M.virtualWindow({ scrollTop: (i * 997 * 22) % (state.rows.length * 22), viewportHeight: 800, rowHeight: 22, total: state.rows.length });
       let html = '';

@@ -112,7 +112,9 @@ async function run(): Promise<void> {
   const version = execFileSync(python, ['-c', 'import sys; print(sys.version.split()[0])'], { encoding: 'utf8' }).trim();
   const quick = process.argv.includes('--quick');
   const extra = quick ? ['--per-function', '4'] : [];
-  console.log(`harvest benchmark: Python ${version} stdlib (${stdlib}), ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}${quick ? ', --quick' : ''}`);
+  console.log(
+    `harvest benchmark: Python ${version} stdlib (${stdlib}), ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}${quick ? ', --quick' : ''}`,
+  );
   const results: Record<string, unknown>[] = [];
   const captureOnly = process.argv.includes('--capture-only');
   for (const [size, modules] of Object.entries(captureOnly ? {} : SIZES)) {

@@ -34,7 +34,7 @@ function exprItems(n: number): JudgeItem[] {
     ['sorted([3, 1, 2])', { repr: '[1, 2, 3]', type: 'list', literal: true }],
     ["'ab' * 2", { repr: "'abab'", type: 'str', literal: true }],
     ['sum(range(10))', { repr: '45', type: 'int', literal: true }],
-    ["dict(a=1)", { repr: "{'a': 1}", type: 'dict', literal: true }],
+    ['dict(a=1)', { repr: "{'a': 1}", type: 'dict', literal: true }],
   ];
   return Array.from({ length: n }, (_, i) => {
     const [answer, value] = shapes[i % shapes.length]!;
@@ -92,7 +92,12 @@ async function main() {
     const singleRate = 50 / ((performance.now() - single) / 1000);
     const line = (name: string, r: number, target: number) =>
       `${name.padEnd(40)} ${Math.round(r).toLocaleString('en-US').padStart(9)}/s   target ≥ ${target.toLocaleString('en-US')}  ${r >= target ? 'OK' : 'BELOW TARGET'}`;
-    console.log(`judge throughput, one worker (JSON-lines protocol included); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.availableParallelism()} cores`);
+    console.log(
+      `judge throughput, one worker (JSON-lines protocol included); load average ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${os.availableParallelism()} cores`,
+    );
     console.log(line(`state answers (${STATE_ANSWERS.toLocaleString('en-US')})`, state.perSecond, 20_000));
     console.log(`${'  per CPU second of the worker: judging'.padEnd(40)} ${Math.round(state.perCpuSecond).toLocaleString('en-US').padStart(9)}/s`);
     if (state.perProcessCpuSecond !== undefined) {

@@ -17,7 +17,9 @@ type Share = (prompts: string[]) => { prompts: number; tokens: number; commonPre
 
 export async function measurePrefixSharing(share: Share): Promise<void> {
   if (!existsSync(DATA)) {
-    throw new Error(`prefix sharing needs the CRUXEval data at ${DATA} (../shared/benchmarks/cruxeval/cruxeval.jsonl from the repository root); it is not in the repository`);
+    throw new Error(
+      `prefix sharing needs the CRUXEval data at ${DATA} (../shared/benchmarks/cruxeval/cruxeval.jsonl from the repository root); it is not in the repository`,
+    );
   }
   const rows = readFileSync(DATA, 'utf8')
     .split('\n')
@@ -72,7 +74,10 @@ export async function measurePrefixSharing(share: Share): Promise<void> {
   console.log('template          prompts/call  questions/call  tokens/call  shared prefix  note');
   for (const [name, t] of totals) {
     const perCall = t.prompts / t.calls;
-    const note = perCall > 1 ? 'one question per prompt: share of all prompt tokens in the common prefix' : 'one prompt per call: share in common with the prompt for another call of the same code';
+    const note =
+      perCall > 1
+        ? 'one question per prompt: share of all prompt tokens in the common prefix'
+        : 'one prompt per call: share in common with the prompt for another call of the same code';
     console.log(
       `${name.padEnd(16)}  ${perCall.toFixed(1).padStart(12)}  ${(t.questionsPerCall / t.calls).toFixed(1).padStart(14)}  ${(t.tokens / t.calls).toFixed(0).padStart(11)}  ${((t.shared / t.tokens) * 100).toFixed(1).padStart(12)}%  ${note}`,
     );

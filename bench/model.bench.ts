@@ -44,7 +44,11 @@ async function startServer(): Promise<{ url: string; stop: () => void }> {
 
 const prompt = chatPrompt([
   { role: 'system', content: 'You are an execution-reasoning model. Answer inside <answer></answer>.' },
-  { role: 'user', content: 'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\nQuestion1: Fill the assertion statement.\nassert f([1, 2]) == ??' },
+  {
+    role: 'user',
+    content:
+      'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\nQuestion1: Fill the assertion statement.\nassert f([1, 2]) == ??',
+  },
 ]);
 
 function median(xs: number[]): number {
@@ -79,7 +83,14 @@ async function throughput(url: string) {
       new Promise<unknown>((resolve, reject) => {
         const body = JSON.stringify(request);
         const req = http.request(
-          { hostname: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          {
+            hostname: target.hostname,
+            port: target.port,
+            path: target.pathname,
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
           (res) => {
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));
@@ -135,7 +146,6 @@ export function prefixShare(prompts: string[]): { prompts: number; tokens: numbe
   return { prompts: prompts.length, tokens: total, commonPrefix: lcp, share: total ? (lcp * toks.length) / total : 0 };
 }
 
-
 async function main() {
   const server = await startServer();
   try {
@@ -149,7 +159,12 @@ async function main() {
           `${row.overhead > 0.15 ? '  (throughput overhead above the 15% target)' : ''}`,
       );
     }
-    console.log(`load average while measuring: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
+    console.log(
+      `load average while measuring: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${os.cpus().length} CPUs`,
+    );
   } finally {
     server.stop();
   }

@@ -235,7 +235,9 @@ async function main(): Promise<void> {
   const version = (await run(['-c', 'import sys; print(sys.version.split()[0])'])).trim();
   // The load average matters: part (a) compares one naive process with a pool
   // that wants every core, so other work on the machine costs ours more.
-  const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const lines = [`tracer benchmark — Python ${version} (${python}), ${availableParallelism()} cores, load average ${load}`, ''];
   const parts = process.env.BENCH_PARTS ?? 'abc';
   if (parts.includes('a')) lines.push(...(await partA(rows)), '');

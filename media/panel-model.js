@@ -78,13 +78,39 @@
     // Indentation by spaces, not a style attribute: the panel's CSP forbids inline styles.
     var indent = new Array(Math.min(row.depth, 20) + 1).join('  ');
     return (
-      '<div class="' + cls + '" role="option" aria-selected="' + (selected ? 'true' : 'false') + '" data-step="' + row.step + '" id="step-' + row.step + '">' +
-      '<span class="step">' + row.step + '</span>' +
-      '<span class="mark" title="' + escapeHtml(row.status) + '">' + STATUS_MARK[row.status] + '</span>' +
-      '<span class="line">' + escapeHtml(row.event === 'line' ? 'L' + row.line : row.event) + '</span>' +
-      '<span class="code" title="' + escapeHtml(row.fn) + '">' + indent + escapeHtml(row.text) + '</span>' +
-      '<span class="real">' + escapeHtml(row.real) + '</span>' +
-      '<span class="predicted">' + escapeHtml(row.predicted) + (row.mismatches.length ? ' <em class="wrong">✗ ' + escapeHtml(row.mismatches.join(', ')) + '</em>' : '') + '</span>' +
+      '<div class="' +
+      cls +
+      '" role="option" aria-selected="' +
+      (selected ? 'true' : 'false') +
+      '" data-step="' +
+      row.step +
+      '" id="step-' +
+      row.step +
+      '">' +
+      '<span class="step">' +
+      row.step +
+      '</span>' +
+      '<span class="mark" title="' +
+      escapeHtml(row.status) +
+      '">' +
+      STATUS_MARK[row.status] +
+      '</span>' +
+      '<span class="line">' +
+      escapeHtml(row.event === 'line' ? 'L' + row.line : row.event) +
+      '</span>' +
+      '<span class="code" title="' +
+      escapeHtml(row.fn) +
+      '">' +
+      indent +
+      escapeHtml(row.text) +
+      '</span>' +
+      '<span class="real">' +
+      escapeHtml(row.real) +
+      '</span>' +
+      '<span class="predicted">' +
+      escapeHtml(row.predicted) +
+      (row.mismatches.length ? ' <em class="wrong">✗ ' + escapeHtml(row.mismatches.join(', ')) + '</em>' : '') +
+      '</span>' +
       '</div>'
     );
   }
@@ -96,24 +122,64 @@
   /** The header: the run, the rewards and the per-question verdicts of the whole-call verification. */
   function renderSummary(data) {
     var run = data.run;
-    var html = '<div class="run"><strong>' + escapeHtml(run.entry) + '</strong> · ' + run.steps + ' steps · ' + escapeHtml(run.outcome) + ' · Python ' + escapeHtml(run.pythonVersion) + '</div>';
-    if (data.omittedRows > 0) html += '<div class="problems">Showing the first ' + data.rows.length + ' steps; ' + data.omittedRows + ' more are in the run (step the debugger to reach them).</div>';
+    var html =
+      '<div class="run"><strong>' +
+      escapeHtml(run.entry) +
+      '</strong> · ' +
+      run.steps +
+      ' steps · ' +
+      escapeHtml(run.outcome) +
+      ' · Python ' +
+      escapeHtml(run.pythonVersion) +
+      '</div>';
+    if (data.omittedRows > 0)
+      html +=
+        '<div class="problems">Showing the first ' +
+        data.rows.length +
+        ' steps; ' +
+        data.omittedRows +
+        ' more are in the run (step the debugger to reach them).</div>';
     var v = data.verification;
     if (!v) return html + '<div class="rewards muted">No whole-call verification yet: use “Verify whole call”.</div>';
     var who = v.answerer.kind === 'baseline' ? 'baseline (no model)' : v.answerer.name;
     var tokens = v.usage.promptTokens !== undefined ? ' · ' + v.usage.promptTokens + ' + ' + (v.usage.completionTokens || 0) + ' tokens' : '';
     html +=
       '<div class="rewards">' +
-      '<span class="reward">R_IO <b>' + fmt(v.rewards.rIO) + '</b></span>' +
-      '<span class="reward">R_white <b>' + fmt(v.rewards.rWhite) + '</b></span>' +
-      '<span class="reward">R <b>' + fmt(v.rewards.r) + '</b></span>' +
-      '<span class="muted">α ' + fmt(v.rewards.alpha) + (v.rewards.gated ? ' · gated' : '') + ' · ' + escapeHtml(who) + ' · ' + Math.round(v.usage.latencyMs) + ' ms' + tokens + '</span>' +
+      '<span class="reward">R_IO <b>' +
+      fmt(v.rewards.rIO) +
+      '</b></span>' +
+      '<span class="reward">R_white <b>' +
+      fmt(v.rewards.rWhite) +
+      '</b></span>' +
+      '<span class="reward">R <b>' +
+      fmt(v.rewards.r) +
+      '</b></span>' +
+      '<span class="muted">α ' +
+      fmt(v.rewards.alpha) +
+      (v.rewards.gated ? ' · gated' : '') +
+      ' · ' +
+      escapeHtml(who) +
+      ' · ' +
+      Math.round(v.usage.latencyMs) +
+      ' ms' +
+      tokens +
+      '</span>' +
       '</div>';
     html += '<table class="questions"><thead><tr><th></th><th>question</th><th>predicted</th><th>actual</th></tr></thead><tbody>';
     for (var i = 0; i < v.questions.length; i++) {
       var q = v.questions[i];
       html +=
-        '<tr class="' + (q.ok ? 'ok' : 'bad') + '"><td>' + (q.ok ? '✓' : '✗') + '</td><td>' + escapeHtml(q.label) + '</td><td>' + escapeHtml(q.predicted) + '</td><td>' + escapeHtml(q.actual) + '</td></tr>';
+        '<tr class="' +
+        (q.ok ? 'ok' : 'bad') +
+        '"><td>' +
+        (q.ok ? '✓' : '✗') +
+        '</td><td>' +
+        escapeHtml(q.label) +
+        '</td><td>' +
+        escapeHtml(q.predicted) +
+        '</td><td>' +
+        escapeHtml(q.actual) +
+        '</td></tr>';
     }
     html += '</tbody></table>';
     if (v.problems.length) html += '<div class="problems">' + v.problems.map(escapeHtml).join('<br>') + '</div>';
@@ -184,16 +250,36 @@
     var next = i;
     var post = null;
     switch (key) {
-      case 'ArrowDown': case 'j': next = Math.min(n - 1, i + 1); break;
-      case 'ArrowUp': case 'k': next = Math.max(0, i - 1); break;
-      case 'PageDown': next = Math.min(n - 1, i + page); break;
-      case 'PageUp': next = Math.max(0, i - page); break;
-      case 'Home': next = 0; break;
-      case 'End': next = n - 1; break;
-      case 'n': next = nextMismatch(state.rows, i, 1); break;
-      case 'N': next = nextMismatch(state.rows, i, -1); break;
-      case 'Enter': return { state: state, post: { type: 'selectStep', step: state.rows[i].step } };
-      default: return { state: state, post: null };
+      case 'ArrowDown':
+      case 'j':
+        next = Math.min(n - 1, i + 1);
+        break;
+      case 'ArrowUp':
+      case 'k':
+        next = Math.max(0, i - 1);
+        break;
+      case 'PageDown':
+        next = Math.min(n - 1, i + page);
+        break;
+      case 'PageUp':
+        next = Math.max(0, i - page);
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = n - 1;
+        break;
+      case 'n':
+        next = nextMismatch(state.rows, i, 1);
+        break;
+      case 'N':
+        next = nextMismatch(state.rows, i, -1);
+        break;
+      case 'Enter':
+        return { state: state, post: { type: 'selectStep', step: state.rows[i].step } };
+      default:
+        return { state: state, post: null };
     }
     if (next !== state.selected) post = { type: 'selectStep', step: state.rows[next].step };
     return { state: { data: state.data, rows: state.rows, selected: next, scrollTop: state.scrollTop }, post: post };

@@ -14,6 +14,8 @@ log "typecheck"
 if npm run -s typecheck; then record typecheck 1 0; else record typecheck 0 1; fi
 log "lint"
 if npm run -s lint; then record lint 1 0; else record lint 0 1; fi
+log "format (prettier --check; npm run format fixes it)"
+if npm run -s format:check; then record format 1 0; else record format 0 1; fi
 log "import cycles"
 if npm run -s check:cycles; then record cycles 1 0; else record cycles 0 1; fi
 

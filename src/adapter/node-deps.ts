@@ -35,7 +35,8 @@ export async function readRegularFile(file: string, maxBytes: number): Promise<F
   try {
     const before = await fs.stat(file);
     if (!before.isFile()) return { ok: false, reason: 'not_regular', message: `${file} is ${kindOf(before)}, not a regular file` };
-    if (before.size > maxBytes) return { ok: false, reason: 'too_large', message: `${file} is ${formatBytes(before.size)}, more than the ${formatBytes(maxBytes)} read at most` };
+    if (before.size > maxBytes)
+      return { ok: false, reason: 'too_large', message: `${file} is ${formatBytes(before.size)}, more than the ${formatBytes(maxBytes)} read at most` };
     handle = await fs.open(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0));
     const opened = await handle.stat();
     if (!opened.isFile()) return { ok: false, reason: 'not_regular', message: `${file} is ${kindOf(opened)}, not a regular file` };
@@ -61,11 +62,7 @@ export async function readRegularFile(file: string, maxBytes: number): Promise<F
   }
 }
 
-export function replaySessionDeps(options: {
-  recorder: Recorder;
-  cwd: string;
-  onTrace?: ((trace: Trace) => void) | undefined;
-}): ReplaySessionDeps {
+export function replaySessionDeps(options: { recorder: Recorder; cwd: string; onTrace?: ((trace: Trace) => void) | undefined }): ReplaySessionDeps {
   return {
     recorder: options.recorder,
     cwd: options.cwd,

@@ -39,12 +39,7 @@ function bitLength(x: bigint): number {
 
 // ---------------------------------------------------------------- tokens
 
-type Token =
-  | { k: 'num'; text: string }
-  | { k: 'str'; v: string }
-  | { k: 'name'; v: string }
-  | { k: 'op'; v: string }
-  | { k: 'end' };
+type Token = { k: 'num'; text: string } | { k: 'str'; v: string } | { k: 'name'; v: string } | { k: 'op'; v: string } | { k: 'end' };
 
 const OPERATORS = ['**', '//', '==', '!=', '<=', '>=', '<', '>', '+', '-', '*', '/', '%', '(', ')', '[', ']', ',', '.', ':'];
 
@@ -102,17 +97,41 @@ function readString(src: string, start: number): [string, number] {
     const e = src[i + 1];
     i += 2;
     switch (e) {
-      case 'n': v += '\n'; break;
-      case 't': v += '\t'; break;
-      case 'r': v += '\r'; break;
-      case '0': v += '\0'; break;
-      case '\\': v += '\\'; break;
-      case "'": v += "'"; break;
-      case '"': v += '"'; break;
-      case 'x': v += String.fromCodePoint(parseInt(src.slice(i, i + 2), 16)); i += 2; break;
-      case 'u': v += String.fromCodePoint(parseInt(src.slice(i, i + 4), 16)); i += 4; break;
-      case 'U': v += String.fromCodePoint(parseInt(src.slice(i, i + 8), 16)); i += 8; break;
-      default: v += '\\' + (e ?? '');
+      case 'n':
+        v += '\n';
+        break;
+      case 't':
+        v += '\t';
+        break;
+      case 'r':
+        v += '\r';
+        break;
+      case '0':
+        v += '\0';
+        break;
+      case '\\':
+        v += '\\';
+        break;
+      case "'":
+        v += "'";
+        break;
+      case '"':
+        v += '"';
+        break;
+      case 'x':
+        v += String.fromCodePoint(parseInt(src.slice(i, i + 2), 16));
+        i += 2;
+        break;
+      case 'u':
+        v += String.fromCodePoint(parseInt(src.slice(i, i + 4), 16));
+        i += 4;
+        break;
+      case 'U':
+        v += String.fromCodePoint(parseInt(src.slice(i, i + 8), 16));
+        i += 8;
+        break;
+      default:
+        v += '\\' + (e ?? '');
     }
   }
   throw new EvalError('unterminated string');
@@ -314,11 +333,16 @@ class Parser {
 
 function describe(t: Token): string {
   switch (t.k) {
-    case 'end': return 'end of expression';
-    case 'num': return `'${t.text}'`;
-    case 'str': return 'a string';
-    case 'name': return `'${t.v}'`;
-    case 'op': return `'${t.v}'`;
+    case 'end':
+      return 'end of expression';
+    case 'num':
+      return `'${t.text}'`;
+    case 'str':
+      return 'a string';
+    case 'name':
+      return `'${t.v}'`;
+    case 'op':
+      return `'${t.v}'`;
   }
 }
 
@@ -328,8 +352,10 @@ function describe(t: Token): string {
 export function fromRecorded(value: Value): Py {
   if (!value.truncated) {
     switch (value.type) {
-      case 'NoneType': return { t: 'none' };
-      case 'bool': return { t: 'bool', v: value.repr === 'True' };
+      case 'NoneType':
+        return { t: 'none' };
+      case 'bool':
+        return { t: 'bool', v: value.repr === 'True' };
       case 'int':
         if (/^-?\d+$/.test(value.repr)) return { t: 'int', v: BigInt(value.repr) };
         break;
@@ -349,13 +375,20 @@ export function fromRecorded(value: Value): Py {
 
 function typeName(v: Py): string {
   switch (v.t) {
-    case 'none': return 'NoneType';
-    case 'bool': return 'bool';
-    case 'int': return 'int';
-    case 'float': return 'float';
-    case 'str': return 'str';
-    case 'seq': return v.kind;
-    case 'rec': return v.value.type;
+    case 'none':
+      return 'NoneType';
+    case 'bool':
+      return 'bool';
+    case 'int':
+      return 'int';
+    case 'float':
+      return 'float';
+    case 'str':
+      return 'str';
+    case 'seq':
+      return v.kind;
+    case 'rec':
+      return v.value.type;
   }
 }
 
@@ -383,17 +416,23 @@ function floatRepr(v: number): string {
 /** Python's repr of an evaluated value (recorded values keep their recorded repr). */
 export function reprOf(v: Py): string {
   switch (v.t) {
-    case 'none': return 'None';
-    case 'bool': return v.v ? 'True' : 'False';
-    case 'int': return v.v.toString();
-    case 'float': return floatRepr(v.v);
-    case 'str': return pyStr(v.v);
+    case 'none':
+      return 'None';
+    case 'bool':
+      return v.v ? 'True' : 'False';
+    case 'int':
+      return v.v.toString();
+    case 'float':
+      return floatRepr(v.v);
+    case 'str':
+      return pyStr(v.v);
     case 'seq': {
       const inner = v.items.map(reprOf).join(', ');
       if (v.kind === 'list') return `[${inner}]`;
       return v.items.length === 1 ? `(${inner},)` : `(${inner})`;
     }
-    case 'rec': return v.value.repr;
+    case 'rec':
+      return v.value.repr;
   }
 }
 
@@ -404,12 +443,18 @@ export function typeOf(v: Py): string {
 
 function truthy(v: Py): boolean {
   switch (v.t) {
-    case 'none': return false;
-    case 'bool': return v.v;
-    case 'int': return v.v !== 0n;
-    case 'float': return v.v !== 0;
-    case 'str': return v.v.length > 0;
-    case 'seq': return v.items.length > 0;
+    case 'none':
+      return false;
+    case 'bool':
+      return v.v;
+    case 'int':
+      return v.v !== 0n;
+    case 'float':
+      return v.v !== 0;
+    case 'str':
+      return v.v.length > 0;
+    case 'seq':
+      return v.items.length > 0;
     case 'rec': {
       const n = lengthOf(v);
       return n === undefined ? true : n > 0;
@@ -474,12 +519,18 @@ function equal(a: Py, b: Py): boolean {
 
 function compare(op: string, a: Py, b: Py): boolean {
   switch (op) {
-    case '==': return equal(a, b);
-    case '!=': return !equal(a, b);
-    case 'is': return (a.t === 'none' && b.t === 'none') || (a.t === 'bool' && b.t === 'bool' && a.v === b.v);
-    case 'is not': return !compare('is', a, b);
-    case 'in': return contains(b, a);
-    case 'not in': return !contains(b, a);
+    case '==':
+      return equal(a, b);
+    case '!=':
+      return !equal(a, b);
+    case 'is':
+      return (a.t === 'none' && b.t === 'none') || (a.t === 'bool' && b.t === 'bool' && a.v === b.v);
+    case 'is not':
+      return !compare('is', a, b);
+    case 'in':
+      return contains(b, a);
+    case 'not in':
+      return !contains(b, a);
   }
   let c: number;
   if (isNumber(a) && isNumber(b)) {
@@ -496,10 +547,14 @@ function compare(op: string, a: Py, b: Py): boolean {
     throw new EvalError(`'${op}' not supported between ${typeName(a)} and ${typeName(b)}`);
   }
   switch (op) {
-    case '<': return c < 0;
-    case '<=': return c <= 0;
-    case '>': return c > 0;
-    default: return c >= 0;
+    case '<':
+      return c < 0;
+    case '<=':
+      return c <= 0;
+    case '>':
+      return c > 0;
+    default:
+      return c >= 0;
   }
 }
 
@@ -542,8 +597,10 @@ function arithmetic(op: string, a: Py, b: Py): Py {
     const x = toInt(a);
     const y = toInt(b);
     switch (op) {
-      case '+': return { t: 'int', v: x + y };
-      case '-': return { t: 'int', v: x - y };
+      case '+':
+        return { t: 'int', v: x + y };
+      case '-':
+        return { t: 'int', v: x - y };
       case '*': {
         const bits = bitLength(x) + bitLength(y);
         if (bits > EVAL_BOUNDS.intBits) tooBig('an int', bits, EVAL_BOUNDS.intBits, 'bits');
@@ -555,12 +612,12 @@ function arithmetic(op: string, a: Py, b: Py): Py {
       case '//': {
         if (y === 0n) throw new EvalError('integer division or modulo by zero');
         const q = x / y;
-        return { t: 'int', v: (x % y !== 0n && (x < 0n) !== (y < 0n)) ? q - 1n : q };
+        return { t: 'int', v: x % y !== 0n && x < 0n !== y < 0n ? q - 1n : q };
       }
       case '%': {
         if (y === 0n) throw new EvalError('integer division or modulo by zero');
         const r = x % y;
-        return { t: 'int', v: r !== 0n && (r < 0n) !== (y < 0n) ? r + y : r };
+        return { t: 'int', v: r !== 0n && r < 0n !== y < 0n ? r + y : r };
       }
       case '**':
         if (y < 0n) return { t: 'float', v: Number(x) ** Number(y) };
@@ -575,9 +632,12 @@ function arithmetic(op: string, a: Py, b: Py): Py {
   const x = toFloat(a);
   const y = toFloat(b);
   switch (op) {
-    case '+': return { t: 'float', v: x + y };
-    case '-': return { t: 'float', v: x - y };
-    case '*': return { t: 'float', v: x * y };
+    case '+':
+      return { t: 'float', v: x + y };
+    case '-':
+      return { t: 'float', v: x - y };
+    case '*':
+      return { t: 'float', v: x * y };
     case '/':
       if (y === 0) throw new EvalError('float division by zero');
       return { t: 'float', v: x / y };
@@ -587,14 +647,15 @@ function arithmetic(op: string, a: Py, b: Py): Py {
     case '%':
       if (y === 0) throw new EvalError('float modulo');
       return { t: 'float', v: x - y * Math.floor(x / y) };
-    default: return { t: 'float', v: x ** y };
+    default:
+      return { t: 'float', v: x ** y };
   }
 }
 
 function index(target: Py, key: Py): Py {
   if (target.t === 'str' || target.t === 'seq' || (target.t === 'rec' && target.value.items)) {
-    const els = target.t === 'str' ? [...target.v].map((c): Py => ({ t: 'str', v: c }))
-      : target.t === 'seq' ? target.items : target.value.items!.map(fromRecorded);
+    const els =
+      target.t === 'str' ? [...target.v].map((c): Py => ({ t: 'str', v: c })) : target.t === 'seq' ? target.items : target.value.items!.map(fromRecorded);
     let i = Number(toInt(key));
     const n = lengthOf(target) ?? els.length;
     if (i < 0) i += n;
@@ -650,19 +711,22 @@ function extreme(args: Py[], op: '<' | '>'): Py {
 
 function evaluate(node: Node, lookup: NameLookup): Py {
   switch (node.n) {
-    case 'lit': return node.value;
+    case 'lit':
+      return node.value;
     case 'name': {
       const v = lookup(node.v);
       if (!v) throw new EvalError(`name '${node.v}' is not recorded at this step`);
       return fromRecorded(v);
     }
-    case 'seq': return { t: 'seq', kind: node.kind, items: node.items.map((i) => evaluate(i, lookup)) };
+    case 'seq':
+      return { t: 'seq', kind: node.kind, items: node.items.map((i) => evaluate(i, lookup)) };
     case 'unary': {
       const v = evaluate(node.arg, lookup);
       if (node.op === '+') return isNumber(v) ? v : arithmetic('+', { t: 'int', v: 0n }, v);
       return v.t === 'float' ? { t: 'float', v: -v.v } : { t: 'int', v: -toInt(v) };
     }
-    case 'bin': return arithmetic(node.op, evaluate(node.left, lookup), evaluate(node.right, lookup));
+    case 'bin':
+      return arithmetic(node.op, evaluate(node.left, lookup), evaluate(node.right, lookup));
     case 'cmp': {
       let left = evaluate(node.first, lookup);
       for (const [op, rightNode] of node.rest) {
@@ -680,9 +744,12 @@ function evaluate(node: Node, lookup: NameLookup): Py {
       const l = evaluate(node.left, lookup);
       return truthy(l) ? l : evaluate(node.right, lookup);
     }
-    case 'not': return { t: 'bool', v: !truthy(evaluate(node.arg, lookup)) };
-    case 'index': return index(evaluate(node.target, lookup), evaluate(node.index, lookup));
-    case 'attr': return attribute(evaluate(node.target, lookup), node.name);
+    case 'not':
+      return { t: 'bool', v: !truthy(evaluate(node.arg, lookup)) };
+    case 'index':
+      return index(evaluate(node.target, lookup), evaluate(node.index, lookup));
+    case 'attr':
+      return attribute(evaluate(node.target, lookup), node.name);
     case 'call': {
       const fn = Object.hasOwn(BUILTINS, node.fn) ? BUILTINS[node.fn] : undefined;
       if (!fn) throw new EvalError(`'${node.fn}()' is not available: only ${Object.keys(BUILTINS).join(', ')} can be called on recorded values`);
@@ -699,7 +766,8 @@ export function evaluateRecorded(source: string, lookup: NameLookup): EvalResult
     // Breakpoint conditions are evaluated at every run of their line: parse once.
     let node = parsed.get(source);
     if (!node) {
-      if (source.length > EVAL_BOUNDS.sourceChars) throw new EvalError(`the expression is ${source.length} characters long; at most ${EVAL_BOUNDS.sourceChars} are evaluated`);
+      if (source.length > EVAL_BOUNDS.sourceChars)
+        throw new EvalError(`the expression is ${source.length} characters long; at most ${EVAL_BOUNDS.sourceChars} are evaluated`);
       node = new Parser(tokenize(source)).parse();
       if (parsed.size > 500) parsed.clear();
       parsed.set(source, node);

@@ -56,9 +56,7 @@ export interface ReplaySessionDeps {
   onTrace?(trace: Trace): void;
 }
 
-type VariableHandle =
-  | { kind: 'locals'; frame: number; step: number }
-  | { kind: 'value'; value: Value; evaluateName?: string };
+type VariableHandle = { kind: 'locals'; frame: number; step: number } | { kind: 'value'; value: Value; evaluateName?: string };
 
 const EXIT_CODES: Record<Outcome['kind'], number> = { returned: 0, raised: 1, exited: 0, limit: 124, tampered: 1, crashed: 1 };
 
@@ -135,7 +133,12 @@ export class ReplayDebugSession extends DebugSession {
       return this.fail(response, `Nothing was recorded: ${describeOutcome(trace, { subject: true })}`);
     }
     if (trace.outcome.kind === 'limit') {
-      this.sendEvent(new OutputEvent(`The run hit a limit (${trace.outcome.limit}): ${trace.outcome.message}. Replaying the ${trace.steps.length} recorded steps.\n`, 'important'));
+      this.sendEvent(
+        new OutputEvent(
+          `The run hit a limit (${trace.outcome.limit}): ${trace.outcome.message}. Replaying the ${trace.steps.length} recorded steps.\n`,
+          'important',
+        ),
+      );
     }
 
     await this.load(trace);
@@ -192,7 +195,10 @@ export class ReplayDebugSession extends DebugSession {
   private async loadTraceFile(file: string): Promise<RecordResult> {
     const read = await this.deps.readFile(file, MAX_TRACE_FILE_BYTES);
     if (!read.ok) {
-      const why = read.reason === 'missing' ? '' : ` (${read.message}; a trace file is read only when it is a regular file of at most ${MAX_TRACE_FILE_BYTES / (1024 * 1024)} MiB)`;
+      const why =
+        read.reason === 'missing'
+          ? ''
+          : ` (${read.message}; a trace file is read only when it is a regular file of at most ${MAX_TRACE_FILE_BYTES / (1024 * 1024)} MiB)`;
       return { ok: false, message: `Cannot read the trace file ${file}${why}. Set "traceFile" to a trace written by \`execverify trace\`.` };
     }
     let json: unknown;
@@ -262,7 +268,9 @@ export class ReplayDebugSession extends DebugSession {
     if (this.ended) return;
     this.ended = true;
     const trace = this.runtime!.trace;
-    this.sendEvent(new OutputEvent(`${describeOutcome(trace, { subject: true })}\n`, outcome.kind === 'returned' || outcome.kind === 'exited' ? 'console' : 'important'));
+    this.sendEvent(
+      new OutputEvent(`${describeOutcome(trace, { subject: true })}\n`, outcome.kind === 'returned' || outcome.kind === 'exited' ? 'console' : 'important'),
+    );
     const exited = new ExitedEvent(outcome.kind === 'exited' ? outcome.code : outcome.kind === 'crashed' ? (outcome.exitCode ?? 1) : EXIT_CODES[outcome.kind]);
     (exited.body as Record<string, unknown>).outcome = outcome;
     this.sendEvent(exited);
@@ -343,7 +351,11 @@ export class ReplayDebugSession extends DebugSession {
     if (command === DapRequests.jumpToStep) {
       const stepIndex = (args as { stepIndex?: unknown } | undefined)?.stepIndex;
       if (!runtime || typeof stepIndex !== 'number' || !Number.isInteger(stepIndex) || stepIndex < 0 || stepIndex >= runtime.length) {
-        return this.sendErrorResponse(response, { id: 1005, format: `stepIndex must be an integer in [0, ${runtime ? runtime.length - 1 : 0}].`, showUser: false });
+        return this.sendErrorResponse(response, {
+          id: 1005,
+          format: `stepIndex must be an integer in [0, ${runtime ? runtime.length - 1 : 0}].`,
+          showUser: false,
+        });
       }
       return this.withRuntime(response, (r) => r.jumpTo(stepIndex, 'goto'));
     }
@@ -377,7 +389,11 @@ export class ReplayDebugSession extends DebugSession {
     const file = this.fileIndexOf(args.source);
     if (!this.runtime || file === undefined) {
       response.body = {
-        breakpoints: specs.map((s) => ({ verified: false, line: args.breakpoints ? this.convertDebuggerLineToClient(s.line) : undefined, message: 'this file is not part of the recording' })),
+        breakpoints: specs.map((s) => ({
+          verified: false,
+          line: args.breakpoints ? this.convertDebuggerLineToClient(s.line) : undefined,
+          message: 'this file is not part of the recording',
+        })),
       };
       return this.sendResponse(response);
     }
@@ -393,7 +409,10 @@ export class ReplayDebugSession extends DebugSession {
     this.sendResponse(response);
   }
 
-  protected override setExceptionBreakPointsRequest(response: DebugProtocol.SetExceptionBreakpointsResponse, args: DebugProtocol.SetExceptionBreakpointsArguments): void {
+  protected override setExceptionBreakPointsRequest(
+    response: DebugProtocol.SetExceptionBreakpointsResponse,
+    args: DebugProtocol.SetExceptionBreakpointsArguments,
+  ): void {
     this.runtime?.setExceptionFilters(args.filters);
     this.sendResponse(response);
   }
@@ -422,7 +441,9 @@ export class ReplayDebugSession extends DebugSession {
     const start = args.startFrame ?? 0;
     const count = args.levels ? args.levels : stack.length;
     response.body = {
-      stackFrames: stack.slice(start, start + count).map((f) => new StackFrame(f.frame + 1, f.fn, this.sourceOf(f.file), this.convertDebuggerLineToClient(f.line))),
+      stackFrames: stack
+        .slice(start, start + count)
+        .map((f) => new StackFrame(f.frame + 1, f.fn, this.sourceOf(f.file), this.convertDebuggerLineToClient(f.line))),
       totalFrames: stack.length,
     };
     this.sendResponse(response);
@@ -464,7 +485,13 @@ export class ReplayDebugSession extends DebugSession {
         variables.unshift(this.toVariable(step.yielded ? '(yielded)' : '(return value)', step.value));
       }
       if (step.frame === handle.frame && step.event === 'exception' && step.exc) {
-        variables.unshift({ name: '(exception)', value: `${step.exc.type}: ${step.exc.message}`, type: step.exc.type, variablesReference: 0, presentationHint: { attributes: ['readOnly'] } });
+        variables.unshift({
+          name: '(exception)',
+          value: `${step.exc.type}: ${step.exc.message}`,
+          type: step.exc.type,
+          variablesReference: 0,
+          presentationHint: { attributes: ['readOnly'] },
+        });
       }
     } else {
       variables = this.children(handle.value, handle.evaluateName, args.filter);
@@ -482,7 +509,9 @@ export class ReplayDebugSession extends DebugSession {
     const indexed: DebugProtocol.Variable[] = [];
     const named: DebugProtocol.Variable[] = [];
     if (filter !== 'named') {
-      value.items?.forEach((item, i) => indexed.push(this.toVariable(String(i), item, parent && value.type !== 'set' && value.type !== 'frozenset' ? `${parent}[${i}]` : undefined)));
+      value.items?.forEach((item, i) =>
+        indexed.push(this.toVariable(String(i), item, parent && value.type !== 'set' && value.type !== 'frozenset' ? `${parent}[${i}]` : undefined)),
+      );
       value.entries?.forEach(([k, v]) => indexed.push(this.toVariable(k.repr, v, parent && k.literal ? `${parent}[${k.repr}]` : undefined)));
     }
     if (filter !== 'indexed') {
@@ -587,4 +616,3 @@ function truncationNote(value: Value): string | undefined {
 function computedRepr(v: Py): string {
   return reprOf(v);
 }
-

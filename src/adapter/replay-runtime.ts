@@ -94,12 +94,18 @@ export function parseHitCondition(text: string): ((n: number) => boolean) | unde
   if (!m) return undefined;
   const k = Number(m[2]);
   switch (m[1]) {
-    case '>': return (n) => n > k;
-    case '>=': return (n) => n >= k;
-    case '<': return (n) => n < k;
-    case '<=': return (n) => n <= k;
-    case '%': return (n) => k > 0 && n % k === 0;
-    default: return (n) => n === k;
+    case '>':
+      return (n) => n > k;
+    case '>=':
+      return (n) => n >= k;
+    case '<':
+      return (n) => n < k;
+    case '<=':
+      return (n) => n <= k;
+    case '%':
+      return (n) => k > 0 && n % k === 0;
+    default:
+      return (n) => n === k;
   }
 }
 

@@ -48,7 +48,7 @@ export class TracerPools {
     if (!pool) {
       const baseEnv = this.defaults.env ?? process.env;
       pool = new TracerPool({
-        ...(python ?? this.defaults.python ? { python: python ?? this.defaults.python } : {}),
+        ...((python ?? this.defaults.python) ? { python: python ?? this.defaults.python } : {}),
         size: python || env ? 1 : (this.defaults.size ?? 1),
         env: baseEnv,
         ...(env ? { jobEnv: env } : {}),

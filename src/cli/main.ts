@@ -18,7 +18,7 @@ function help(): string {
     'commands:',
     ...Object.keys(commands).map((name) => `  ${name}`),
     '',
-    'Run `execverify <command> --help` for a command\'s options. Docs: docs/cli.md',
+    "Run `execverify <command> --help` for a command's options. Docs: docs/cli.md",
   ].join('\n');
 }
 

@@ -43,7 +43,11 @@ export function minimalEnv(parent: NodeJS.ProcessEnv, platform: NodeJS.Platform 
  * neutral HOME, and `given` — what the user explicitly set for the program
  * (a launch configuration's `env`, `harvest --pass-env`) — on top.
  */
-export function codeEnv(parent: NodeJS.ProcessEnv, given: Readonly<Record<string, string>> = {}, platform: NodeJS.Platform = process.platform): Record<string, string> {
+export function codeEnv(
+  parent: NodeJS.ProcessEnv,
+  given: Readonly<Record<string, string>> = {},
+  platform: NodeJS.Platform = process.platform,
+): Record<string, string> {
   // Windows: without USERPROFILE/HOMEDRIVE, expanduser('~') stays '~' (neutral too).
   return { ...minimalEnv(parent, platform), ...(platform === 'win32' ? {} : { HOME: NEUTRAL_HOME }), ...given };
 }

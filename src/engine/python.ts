@@ -27,9 +27,7 @@ export function pythonTracerDir(start: string = __dirname, exists: (p: string) =
     if (exists(path.join(candidate, 'execverify', 'worker.py'))) return candidate;
     const up = path.dirname(dir);
     if (up === dir) {
-      throw new Error(
-        `python-tracer/ not found above ${start}: reinstall ExecVerify, or run from a checkout that has python-tracer/execverify/`,
-      );
+      throw new Error(`python-tracer/ not found above ${start}: reinstall ExecVerify, or run from a checkout that has python-tracer/execverify/`);
     }
     dir = up;
   }

@@ -107,7 +107,10 @@ export async function pickEntry(client: EngineClient, uri: string, fn: string): 
   ];
   let entry: string | undefined;
   if (candidates.length > 0) {
-    const choice = await vscode.window.showQuickPick(items, { title: `ExecVerify: input for ${fn}`, placeHolder: 'Pick an input from the last run, your history or the tests, or type one' });
+    const choice = await vscode.window.showQuickPick(items, {
+      title: `ExecVerify: input for ${fn}`,
+      placeHolder: 'Pick an input from the last run, your history or the tests, or type one',
+    });
     if (!choice) return undefined;
     entry = choice.entry;
   }
@@ -147,7 +150,8 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   const trace = guarded(async (uri?: unknown, fn?: unknown, entryArg?: unknown) => {
     if (!(await deps.trust.require('trace this call'))) return undefined;
     const target = resolveTarget(uri, fn);
-    if (!target) return void vscode.window.showInformationMessage('ExecVerify: put the cursor in a top-level Python function, or use the “Trace…” CodeLens above it.');
+    if (!target)
+      return void vscode.window.showInformationMessage('ExecVerify: put the cursor in a top-level Python function, or use the “Trace…” CodeLens above it.');
     const entry = typeof entryArg === 'string' ? entryArg : await pickEntry(client, target.uri, target.fn);
     if (!entry) return undefined;
     const file = vscode.Uri.parse(target.uri);
@@ -167,7 +171,10 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   const verifyCall = guarded(async (uri?: unknown, fn?: unknown, entryArg?: unknown): Promise<Verification | undefined> => {
     if (!(await deps.trust.require('verify this call'))) return undefined;
     const target = resolveTarget(uri, fn);
-    if (!target) return void vscode.window.showInformationMessage('ExecVerify: put the cursor in a top-level Python function, or use the “Verify whole call” CodeLens above it.');
+    if (!target)
+      return void vscode.window.showInformationMessage(
+        'ExecVerify: put the cursor in a top-level Python function, or use the “Verify whole call” CodeLens above it.',
+      );
     const entry = typeof entryArg === 'string' ? entryArg : await pickEntry(client, target.uri, target.fn);
     if (!entry) return undefined;
     const run = await client.request(Methods.trace, { uri: target.uri, entry }, TraceResultSchema);
@@ -184,7 +191,10 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   const predictNextStep = guarded(async (runIdArg?: unknown, stepArg?: unknown): Promise<Prediction | undefined> => {
     if (!(await deps.trust.require('predict the next step', ASKS_MODEL))) return undefined;
     const stop = typeof runIdArg === 'string' && typeof stepArg === 'number' ? { runId: runIdArg, step: stepArg } : deps.replay.current();
-    if (!stop) return void vscode.window.showInformationMessage('ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.');
+    if (!stop)
+      return void vscode.window.showInformationMessage(
+        'ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.',
+      );
     const prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
     lastPrediction = prediction;
     // Unusable answers get a message; a missing variable is already drawn inline as "(no answer)".
@@ -215,7 +225,9 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     if (!runId) return void vscode.window.showInformationMessage('ExecVerify: trace or verify a call first, then add it to the dataset.');
     const verification = lastVerification.get(runId);
     const result = await client.request(Methods.addSample, verification ? { verificationId: verification.id } : { runId }, AddSampleResultSchema);
-    void vscode.window.showInformationMessage(result.added ? `ExecVerify: sample ${result.id.slice(0, 12)} added to ${result.store}.` : `ExecVerify: this sample is already in ${result.store}.`);
+    void vscode.window.showInformationMessage(
+      result.added ? `ExecVerify: sample ${result.id.slice(0, 12)} added to ${result.store}.` : `ExecVerify: this sample is already in ${result.store}.`,
+    );
     return result;
   });
 
@@ -223,10 +235,12 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     const format =
       typeof formatArg === 'string' && ExportFormatSchema.safeParse(formatArg).success
         ? (formatArg as ExportFormat)
-        : ((await vscode.window.showQuickPick(
-            ExportFormatSchema.options.map((label) => ({ label, description: EXPORT_FORMAT_DESCRIPTIONS[label] })),
-            { title: 'ExecVerify: export the sample store as…' },
-          ))?.label as ExportFormat | undefined);
+        : ((
+            await vscode.window.showQuickPick(
+              ExportFormatSchema.options.map((label) => ({ label, description: EXPORT_FORMAT_DESCRIPTIONS[label] })),
+              { title: 'ExecVerify: export the sample store as…' },
+            )
+          )?.label as ExportFormat | undefined);
     if (!format) return undefined;
     let out = typeof outArg === 'string' ? outArg : undefined;
     if (!out) {
@@ -241,7 +255,9 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
       if (!out) return undefined;
     }
     const result = await client.request(Methods.export, { format, out }, ExportResultSchema);
-    void vscode.window.showInformationMessage(`ExecVerify: exported ${result.records} records to ${result.files.length > 0 ? result.files.join(', ') : result.out}.`);
+    void vscode.window.showInformationMessage(
+      `ExecVerify: exported ${result.records} records to ${result.files.length > 0 ? result.files.join(', ') : result.out}.`,
+    );
     return result;
   });
 
@@ -257,7 +273,12 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     client.onNotification(Methods.notice, (raw) => {
       const n = NoticeSchema.safeParse(raw);
       if (!n.success) return;
-      const say = n.data.severity === 'error' ? vscode.window.showErrorMessage : n.data.severity === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+      const say =
+        n.data.severity === 'error'
+          ? vscode.window.showErrorMessage
+          : n.data.severity === 'warning'
+            ? vscode.window.showWarningMessage
+            : vscode.window.showInformationMessage;
       const action = n.data.action;
       void Promise.resolve(action ? say(`ExecVerify: ${n.data.message}`, 'Fix…') : say(`ExecVerify: ${n.data.message}`)).then((c) => {
         if (c && action) void vscode.commands.executeCommand(action);

@@ -39,7 +39,11 @@ export function trustedRecorder(recorder: () => Recorder): Recorder {
   return {
     record: async (request, signal) => {
       if (!vscode.workspace.isTrusted) {
-        return { ok: false, message: 'ExecVerify does not run code in an untrusted workspace. Trust the workspace (Manage Workspace Trust), or replay a recorded trace with "traceFile".' };
+        return {
+          ok: false,
+          message:
+            'ExecVerify does not run code in an untrusted workspace. Trust the workspace (Manage Workspace Trust), or replay a recorded trace with "traceFile".',
+        };
       }
       return recorder().record(request, signal);
     },
@@ -75,7 +79,9 @@ const configurationProvider: vscode.DebugConfigurationProvider = {
     config.stopOnEntry ??= true;
     // Recording runs the user's code; in an untrusted workspace only recorded traces are replayed.
     if (!vscode.workspace.isTrusted && !config.traceFile) {
-      void vscode.window.showWarningMessage('ExecVerify does not run code in an untrusted workspace. Trust the workspace, or replay a recorded trace with "traceFile".');
+      void vscode.window.showWarningMessage(
+        'ExecVerify does not run code in an untrusted workspace. Trust the workspace, or replay a recorded trace with "traceFile".',
+      );
       return undefined;
     }
     return config;

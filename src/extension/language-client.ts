@@ -77,7 +77,8 @@ export function registerLanguageClient(
   return {
     async request<T>(method: string, params: unknown, schema: ZodType<T>, token?: vscode.CancellationToken): Promise<T> {
       await starting;
-      if (client.state !== State.Running) throw new EngineRequestError('internal', 'The ExecVerify engine is not running. See Output › ExecVerify, or run "Developer: Reload Window".');
+      if (client.state !== State.Running)
+        throw new EngineRequestError('internal', 'The ExecVerify engine is not running. See Output › ExecVerify, or run "Developer: Reload Window".');
       let raw: unknown;
       try {
         raw = token ? await client.sendRequest(method, params, token) : await client.sendRequest(method, params);
@@ -85,7 +86,8 @@ export function registerLanguageClient(
         throw toEngineError(e);
       }
       const parsed = schema.safeParse(raw);
-      if (!parsed.success) throw new EngineRequestError('internal', `The engine answered ${method} with an unexpected shape (${parsed.error.issues[0]?.message ?? 'invalid'}).`);
+      if (!parsed.success)
+        throw new EngineRequestError('internal', `The engine answered ${method} with an unexpected shape (${parsed.error.issues[0]?.message ?? 'invalid'}).`);
       return parsed.data;
     },
     notify(method, params) {

@@ -7,7 +7,10 @@ export type { Log };
 
 export function registerOutput(context: vscode.ExtensionContext): { log: Log; channel: vscode.OutputChannel } {
   const channel = vscode.window.createOutputChannel('ExecVerify');
-  context.subscriptions.push(channel, vscode.commands.registerCommand('execverify.showLog', () => channel.show()));
+  context.subscriptions.push(
+    channel,
+    vscode.commands.registerCommand('execverify.showLog', () => channel.show()),
+  );
   const log: Log = (line) => channel.appendLine(`[${new Date().toISOString()}] ${line}`);
   return { log, channel };
 }

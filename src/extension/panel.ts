@@ -138,7 +138,14 @@ export function registerPanel(context: vscode.ExtensionContext, deps: { client: 
   return {
     async show(id) {
       if (!panel) {
-        attach(vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, 'ExecVerify: trace vs prediction', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, { retainContextWhenHidden: false }));
+        attach(
+          vscode.window.createWebviewPanel(
+            PANEL_VIEW_TYPE,
+            'ExecVerify: trace vs prediction',
+            { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+            { retainContextWhenHidden: false },
+          ),
+        );
       } else {
         panel.reveal(undefined, true);
       }

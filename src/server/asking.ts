@@ -10,7 +10,14 @@ import { asMessages } from '../engine/model/prompt';
 import { BUILTIN_TEMPLATES, type Template } from '../engine/model/templates';
 import type { Question } from '../engine/questions';
 import type { Trace } from '../engine/trace/schema';
-import { EngineError, type CallVerificationResult, type ModelAccess, type StepJudgement, type StepPredictionResult, type VerificationSample } from './engine-port';
+import {
+  EngineError,
+  type CallVerificationResult,
+  type ModelAccess,
+  type StepJudgement,
+  type StepPredictionResult,
+  type VerificationSample,
+} from './engine-port';
 import type { QuestionVerdict, Settings, ShownValue } from './protocol';
 
 /** What asking needs from the live engine: who answers, and the judge. */
@@ -36,7 +43,8 @@ function judgeFailure(e: unknown, signal: AbortSignal): EngineError {
 
 export function template(name: string): Template {
   const t = BUILTIN_TEMPLATES.find((x) => x.name === name);
-  if (!t) throw new EngineError('bad_params', `Unknown template “${name}”. Use one of: ${BUILTIN_TEMPLATES.map((x) => x.name).join(', ')} (execverify.template).`);
+  if (!t)
+    throw new EngineError('bad_params', `Unknown template “${name}”. Use one of: ${BUILTIN_TEMPLATES.map((x) => x.name).join(', ')} (execverify.template).`);
   return t;
 }
 
@@ -54,7 +62,9 @@ export function callPrompt(trace: Trace, settings: Settings, action: 'verify' | 
   if (trace.entry.kind !== 'call') {
     throw new EngineError(
       'bad_params',
-      action === 'verify' ? 'Verify whole call needs a call entry such as f([1, 2]); this run is a script.' : 'Only call entries (such as f([1, 2])) can become samples; this run is a script.',
+      action === 'verify'
+        ? 'Verify whole call needs a call entry such as f([1, 2]); this run is a script.'
+        : 'Only call entries (such as f([1, 2])) can become samples; this run is a script.',
     );
   }
   const t = template(settings.template);
@@ -146,7 +156,14 @@ export async function predictStep(engine: Answering, trace: Trace, step: number,
   };
 }
 
-export async function judgeStep(engine: Answering, _trace: Trace, _step: number, prediction: StepPredictionResult, signal: AbortSignal, settings: Settings): Promise<StepJudgement> {
+export async function judgeStep(
+  engine: Answering,
+  _trace: Trace,
+  _step: number,
+  prediction: StepPredictionResult,
+  signal: AbortSignal,
+  settings: Settings,
+): Promise<StepJudgement> {
   const detail = prediction.detail;
   if (!detail) throw new EngineError('internal', 'This prediction has nothing to judge.');
   let verdicts: Verdict[];
@@ -208,7 +225,13 @@ export async function verifyCall(engine: Answering, trace: Trace, access: ModelA
   return {
     template: rendered.template,
     questions,
-    rewards: { rIO: reward.r_io ?? 0, rWhite: reward.r_white ?? 0, r: reward.reward, alpha: reward.alpha ?? s.alpha, gated: reward.gated !== null && reward.gated !== undefined },
+    rewards: {
+      rIO: reward.r_io ?? 0,
+      rWhite: reward.r_white ?? 0,
+      r: reward.reward,
+      alpha: reward.alpha ?? s.alpha,
+      gated: reward.gated !== null && reward.gated !== undefined,
+    },
     answerer: { kind: provider.info.kind, name: provider.info.label, ...(note ? { note } : {}) },
     usage: { latencyMs, promptTokens: reply.usage.promptTokens, completionTokens: reply.usage.completionTokens },
     problems,

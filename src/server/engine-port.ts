@@ -7,18 +7,7 @@ import type { Reward } from '../engine/judge/schema';
 import type { ChatMessage } from '../engine/model/prompt';
 import type { Question } from '../engine/questions/schema';
 import type { Entry, Limits, Trace } from '../engine/trace/schema';
-import type {
-  Answerer,
-  ErrorCode,
-  ExportParams,
-  ExportResult,
-  Health,
-  QuestionVerdict,
-  Rewards,
-  Settings,
-  ShownValue,
-  Usage,
-} from './protocol';
+import type { Answerer, ErrorCode, ExportParams, ExportResult, Health, QuestionVerdict, Rewards, Settings, ShownValue, Usage } from './protocol';
 
 /** What a model call needs: the settings and the key (the key never leaves this object). */
 export interface ModelAccess {

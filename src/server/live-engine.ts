@@ -65,7 +65,10 @@ export class LiveEngine implements Engine, Answering {
   answerer(access: ModelAccess): { provider: Provider; note: string | undefined } {
     const s = access.settings;
     if (!s.baseUrl) {
-      return { provider: new BaselineProvider(), note: 'No model endpoint is configured (execverify.baseUrl), so the trivial baseline answered. Set an endpoint to ask a model.' };
+      return {
+        provider: new BaselineProvider(),
+        note: 'No model endpoint is configured (execverify.baseUrl), so the trivial baseline answered. Set an endpoint to ask a model.',
+      };
     }
     const key = JSON.stringify([s.baseUrl, s.model, s.apiMode, s.requestTimeoutMs, access.apiKey ?? '']);
     if (this.provider?.key !== key) {
@@ -82,7 +85,10 @@ export class LiveEngine implements Engine, Answering {
         });
         this.provider = { key, provider };
       } catch (e) {
-        throw new EngineError('endpoint_down', `The model endpoint settings are not valid: ${e instanceof Error ? e.message : String(e)}. Check execverify.baseUrl and execverify.model.`);
+        throw new EngineError(
+          'endpoint_down',
+          `The model endpoint settings are not valid: ${e instanceof Error ? e.message : String(e)}. Check execverify.baseUrl and execverify.model.`,
+        );
       }
     }
     return { provider: this.provider.provider, note: undefined };
@@ -176,7 +182,9 @@ export class LiveEngine implements Engine, Answering {
         state: 'ok',
         endpoint: s.baseUrl,
         model: s.model,
-        message: served ? `Serving ${models.length} model(s).` : `The server does not list “${s.model}” (it serves ${models.slice(0, 5).join(', ') || 'none'}).`,
+        message: served
+          ? `Serving ${models.length} model(s).`
+          : `The server does not list “${s.model}” (it serves ${models.slice(0, 5).join(', ') || 'none'}).`,
       };
     } catch (e) {
       return { state: 'down', endpoint: s.baseUrl, model: s.model, message: e instanceof Error ? e.message : String(e) };

@@ -97,7 +97,6 @@ export function namesRecord<T extends z.ZodTypeAny>(value: T): z.ZodType<Record<
   return schema as unknown as z.ZodType<Record<string, z.output<T>>>;
 }
 
-
 /** Who answered: a real model, or the trivial baseline (always labelled as such). */
 export const AnswererSchema = z.object({
   kind: z.enum(['model', 'baseline']),

@@ -132,7 +132,6 @@ export function summarize(run: Run): RunSummary {
   };
 }
 
-
 /** The function name a call entry calls: `f` for `f([1], 2)`, `mod.f` → `f`. */
 export function calledFunction(entry: string): string | undefined {
   const m = /^\s*(?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*)\s*\(/.exec(entry);

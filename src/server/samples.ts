@@ -17,7 +17,10 @@ export function editorSample(input: SampleRequest): SampleInput {
   const { trace, settings } = input;
   const outcome = trace.outcome;
   if (outcome.kind !== 'returned') {
-    throw new EngineError('bad_params', `Only runs that return can become samples (this one ${outcome.kind === 'raised' ? `raised ${outcome.type}` : `ended by ${outcome.kind}`}).`);
+    throw new EngineError(
+      'bad_params',
+      `Only runs that return can become samples (this one ${outcome.kind === 'raised' ? `raised ${outcome.type}` : `ended by ${outcome.kind}`}).`,
+    );
   }
   const code = trace.files[0]?.source ?? '';
   // A credential in the code or the recorded values never enters a dataset: the store refuses the record.
@@ -47,7 +50,16 @@ export function editorSample(input: SampleRequest): SampleInput {
     prompt: asked.messages,
     reference: referenceAnswer(asked.questions, asked.format),
     answers: verified
-      ? [{ model: verified.answerer, text: verified.answerText, reward: verified.reward.reward, rIo: verified.reward.r_io, rWhite: verified.reward.r_white, breakdown: verified.reward.breakdown }]
+      ? [
+          {
+            model: verified.answerer,
+            text: verified.answerText,
+            reward: verified.reward.reward,
+            rIo: verified.reward.r_io,
+            rWhite: verified.reward.r_white,
+            breakdown: verified.reward.breakdown,
+          },
+        ]
       : [],
     difficulty: structuralDifficulty(trace),
   });

@@ -93,7 +93,9 @@ export class EngineServer {
       const folder = params.workspaceFolders?.[0]?.uri ?? params.rootUri ?? undefined;
       this.root = options.workspaceRoot ?? (folder ? uriToPath(folder) : undefined);
       this.pullConfiguration = params.capabilities.workspace?.configuration === true;
-      this.log(`initialized: inline=${this.inlineMode} trusted=${this.trusted} root=${this.root ?? '(none)'} endpoint=${this.settings.baseUrl || '(baseline)'}`);
+      this.log(
+        `initialized: inline=${this.inlineMode} trusted=${this.trusted} root=${this.root ?? '(none)'} endpoint=${this.settings.baseUrl || '(baseline)'}`,
+      );
       return {
         capabilities: {
           textDocumentSync: TextDocumentSyncKind.Incremental,
@@ -147,7 +149,11 @@ export class EngineServer {
     this.connection.onRequest(method, async (raw: unknown, token: CancellationToken) => {
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
-        return new ResponseError(ENGINE_ERROR, `Bad ${method} parameters: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, { code: 'bad_params' });
+        return new ResponseError(
+          ENGINE_ERROR,
+          `Bad ${method} parameters: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+          { code: 'bad_params' },
+        );
       }
       try {
         await Promise.race([this.settingsLoaded, new Promise((r) => setTimeout(r, 2_000))]);
@@ -161,7 +167,11 @@ export class EngineServer {
           return new ResponseError(ENGINE_ERROR, e.message, { code: e.code });
         }
         this.log(`${method} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-        return new ResponseError(ENGINE_ERROR, `ExecVerify hit an internal error (${e instanceof Error ? e.message : String(e)}); see the ExecVerify output for details.`, { code: 'internal' satisfies ErrorCode });
+        return new ResponseError(
+          ENGINE_ERROR,
+          `ExecVerify hit an internal error (${e instanceof Error ? e.message : String(e)}); see the ExecVerify output for details.`,
+          { code: 'internal' satisfies ErrorCode },
+        );
       }
     });
   }
@@ -226,7 +236,9 @@ export class EngineServer {
     return inlineItems(this.store, uri)
       .filter((item) => item.line - 1 >= fromLine && item.line - 1 <= toLine)
       .map((item) => {
-        const end = doc ? doc.getText({ start: { line: item.line - 1, character: 0 }, end: { line: item.line, character: 0 } }).replace(/\r?\n$/, '').length : 0;
+        const end = doc
+          ? doc.getText({ start: { line: item.line - 1, character: 0 }, end: { line: item.line, character: 0 } }).replace(/\r?\n$/, '').length
+          : 0;
         return { position: { line: item.line - 1, character: end }, label: ` ${item.text}`, kind: InlayHintKind.Type, paddingLeft: true, tooltip: item.hover };
       });
   }
@@ -301,7 +313,10 @@ export class EngineServer {
     const label = params.entry ?? path.basename(file);
     const run = await this.withProgress(`ExecVerify: tracing ${label}`, params.workDoneToken, token, async (signal, report) => {
       report('running under the tracer');
-      const trace = await this.engine.trace({ file, source, entry, cwd: params.cwd, env: params.env, python: params.python, limits: params.limits, settings: this.settings }, signal);
+      const trace = await this.engine.trace(
+        { file, source, entry, cwd: params.cwd, env: params.env, python: params.python, limits: params.limits, settings: this.settings },
+        signal,
+      );
       return this.store.addRun({ uri, file, entry: label, trace });
     });
     const fn = params.entry ? calledFunction(params.entry) : undefined;
@@ -311,7 +326,11 @@ export class EngineServer {
     // The replay debugger gets the trace in the reply: validated once, when the tracer produced it.
     if (params.wantTrace) summary.trace = run.trace;
     if (run.trace.outcome.kind === 'limit') {
-      this.notice({ severity: 'warning', message: `The run of ${label} ${summary.outcome}. Raise execverify.limits in the settings to record more.`, action: 'execverify.openSettings' });
+      this.notice({
+        severity: 'warning',
+        message: `The run of ${label} ${summary.outcome}. Raise execverify.limits in the settings to record more.`,
+        action: 'execverify.openSettings',
+      });
     }
     return summary;
   }
@@ -320,7 +339,12 @@ export class EngineServer {
     const parsed = safeParseTrace(raw);
     if (!parsed.ok) throw new EngineError('bad_params', `Not an ExecVerify trace: ${parsed.error}`);
     const trace = parsed.trace;
-    const entry = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'function' ? `${trace.entry.target}(${trace.entry.args})` : path.basename(uriToPath(uri));
+    const entry =
+      trace.entry.kind === 'call'
+        ? trace.entry.expr
+        : trace.entry.kind === 'function'
+          ? `${trace.entry.target}(${trace.entry.args})`
+          : path.basename(uriToPath(uri));
     return summarize(this.store.addRun({ uri, file: uriToPath(uri), entry, trace }));
   }
 
@@ -335,7 +359,9 @@ export class EngineServer {
     const run = this.requireRun(runId);
     const at = run.trace.steps[step];
     if (!at) throw new EngineError('bad_params', `Step ${step} is outside the run (it has ${run.trace.steps.length} steps).`);
-    const result = await this.withProgress('ExecVerify: predicting the next step', workDoneToken, token, (signal) => this.engine.predictStep(run.trace, step, access, signal));
+    const result = await this.withProgress('ExecVerify: predicting the next step', workDoneToken, token, (signal) =>
+      this.engine.predictStep(run.trace, step, access, signal),
+    );
     const prediction: Prediction = {
       id: this.store.newId('pred'),
       runId,
@@ -404,7 +430,9 @@ export class EngineServer {
   async verify(runId: string, workDoneToken: string | number | undefined, token: CancellationToken): Promise<Verification> {
     const access = this.access('verify the call');
     const run = this.requireRun(runId);
-    const result = await this.withProgress(`ExecVerify: verifying ${run.entry}`, workDoneToken, token, (signal) => this.engine.verifyCall(run.trace, access, signal));
+    const result = await this.withProgress(`ExecVerify: verifying ${run.entry}`, workDoneToken, token, (signal) =>
+      this.engine.verifyCall(run.trace, access, signal),
+    );
     const verification: Verification = {
       id: this.store.newId('ver'),
       runId,
@@ -425,7 +453,11 @@ export class EngineServer {
   private storeDir(): string {
     const dir = this.settings.datasetDir;
     if (path.isAbsolute(dir)) return dir;
-    if (!this.root) throw new EngineError('store_failed', 'Open a folder (workspace) first: the sample store lives inside it, or set execverify.datasetDir to an absolute path.');
+    if (!this.root)
+      throw new EngineError(
+        'store_failed',
+        'Open a folder (workspace) first: the sample store lives inside it, or set execverify.datasetDir to an absolute path.',
+      );
     return path.join(this.root, dir);
   }
 
@@ -434,7 +466,15 @@ export class EngineServer {
     if (verificationId && !v) throw new EngineError('bad_params', `No verification ${verificationId}; verify the call again.`);
     const run = this.requireRun(v ? v.verification.runId : (runId ?? ''));
     const storeDir = this.storeDir();
-    const r = await this.engine.addSample({ trace: run.trace, file: run.file, entry: run.entry, verification: v?.result, settings: this.settings, storeDir, root: this.root });
+    const r = await this.engine.addSample({
+      trace: run.trace,
+      file: run.file,
+      entry: run.entry,
+      verification: v?.result,
+      settings: this.settings,
+      storeDir,
+      root: this.root,
+    });
     return { ...r, store: storeDir };
   }
 
@@ -465,7 +505,8 @@ export class EngineServer {
 
   async health(token: CancellationToken): Promise<Health> {
     // Untrusted: the endpoint is not even probed (a probe would carry the key).
-    if (!this.trusted) return { state: 'untrusted', endpoint: '', model: '', message: 'Restricted Mode: ExecVerify asks no model and runs no code in an untrusted workspace.' };
+    if (!this.trusted)
+      return { state: 'untrusted', endpoint: '', model: '', message: 'Restricted Mode: ExecVerify asks no model and runs no code in an untrusted workspace.' };
     return this.engine.health(this.access('check the model endpoint'), abortSignalOf(token));
   }
 

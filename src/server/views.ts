@@ -34,7 +34,13 @@ export function inlineItems(store: RunStore, uri: string): InlineItem[] {
       const text = qs
         .map((q) => (q.ok ? `✓ ${q.label}: ${clip(q.actual, 30)}` : `✗ ${q.label}: ${clip(q.predicted, 30)} (real ${clip(q.actual, 30)})`))
         .join('  ');
-      items.push({ line, kind: 'question', text, ok, hover: qs.map((q) => `${q.ok ? '✓' : '✗'} ${q.label}\n  predicted: ${q.predicted}\n  actual: ${q.actual}`).join('\n') });
+      items.push({
+        line,
+        kind: 'question',
+        text,
+        ok,
+        hover: qs.map((q) => `${q.ok ? '✓' : '✗'} ${q.label}\n  predicted: ${q.predicted}\n  actual: ${q.actual}`).join('\n'),
+      });
     }
   }
   const latest = store.latestPrediction(uri);
@@ -79,7 +85,12 @@ function predictionItems(record: PredictionRecord): InlineItem[] {
   const items: InlineItem[] = [];
   const values = valuesText(prediction.values);
   if (prediction.nextLine !== null && prediction.nextLine > 0) {
-    items.push({ line: prediction.nextLine, kind: 'predictedNext', text: `◀ ${who}: runs next`, hover: `${who} predicts line ${prediction.nextLine} runs after line ${prediction.line}` });
+    items.push({
+      line: prediction.nextLine,
+      kind: 'predictedNext',
+      text: `◀ ${who}: runs next`,
+      hover: `${who} predicts line ${prediction.nextLine} runs after line ${prediction.line}`,
+    });
   }
   const tail = prediction.nextLine === -1 ? ' · returns next' : prediction.nextLine === null ? ' · no next-line answer' : '';
   items.push({

@@ -22,7 +22,10 @@ async function launchExpectingEnd(config: Record<string, unknown>): Promise<{ im
   const terminated = a.dc.waitForEvent('terminated');
   await a.dc.launchRequest({ type: 'execverify', request: 'launch', name: 'bad', ...config } as DebugProtocol.LaunchRequestArguments);
   await terminated;
-  const important = a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
+  const important = a.events
+    .filter((e) => e.event === 'output' && e.body.category === 'important')
+    .map((e) => e.body.output)
+    .join('');
   return { important, events: a.events.map((e) => e.event) };
 }
 
@@ -51,7 +54,10 @@ test('an entry that raises is replayed to its end, then the exception is reporte
   await startSession(a, { program: program('dbg_raise.py'), entry: 'run()', stopOnEntry: false }, { exceptionFilters: [] });
   assert.equal((await exited).body.exitCode, 1);
   await terminated;
-  const important = a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
+  const important = a.events
+    .filter((e) => e.event === 'output' && e.body.category === 'important')
+    .map((e) => e.body.output)
+    .join('');
   assert.match(important, /run\(\) raised ValueError: bad item: x/);
 });
 
@@ -64,7 +70,10 @@ test('a run that hits the steps limit says so, replays what was recorded, and en
   assert.equal(ev.body.outcome.kind, 'limit');
   assert.equal(ev.body.outcome.limit, 'steps');
   await terminated;
-  const important = a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
+  const important = a.events
+    .filter((e) => e.event === 'output' && e.body.category === 'important')
+    .map((e) => e.body.output)
+    .join('');
   assert.match(important, /The run hit a limit \(steps\)/);
   assert.match(important, /spin\(\) stopped by the steps limit/);
 });

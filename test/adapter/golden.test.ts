@@ -14,7 +14,12 @@ const GOLDEN_DIR = path.join(__dirname, 'golden');
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 
 type Command =
-  | 'next' | 'stepIn' | 'stepOut' | 'stepBack' | 'continue' | 'reverseContinue'
+  | 'next'
+  | 'stepIn'
+  | 'stepOut'
+  | 'stepBack'
+  | 'continue'
+  | 'reverseContinue'
   | { goto: { line: number; run: number } }
   | { evaluate: string }
   | { setBreakpoints: { line: number; condition?: string; hitCondition?: string }[] }
@@ -80,8 +85,15 @@ for (const script of SCRIPTS) {
       fs.writeFileSync(file, actual);
       return;
     }
-    assert.ok(fs.existsSync(file), `golden file ${path.relative(process.cwd(), file)} is missing: run UPDATE_GOLDEN=1 node --import tsx --test test/adapter/golden.test.ts and review it`);
-    assert.equal(actual, fs.readFileSync(file, 'utf8'), `transcript differs from ${file}; if the change is intended, regenerate with UPDATE_GOLDEN=1 and review the diff`);
+    assert.ok(
+      fs.existsSync(file),
+      `golden file ${path.relative(process.cwd(), file)} is missing: run UPDATE_GOLDEN=1 node --import tsx --test test/adapter/golden.test.ts and review it`,
+    );
+    assert.equal(
+      actual,
+      fs.readFileSync(file, 'utf8'),
+      `transcript differs from ${file}; if the change is intended, regenerate with UPDATE_GOLDEN=1 and review the diff`,
+    );
   });
 }
 
@@ -141,12 +153,24 @@ async function run(a: Adapter, command: Command, out: string[]): Promise<void> {
     await dc.gotoRequest({ threadId: 1, targetId: targets.body.targets[command.goto.run - 1]!.id });
   } else {
     switch (command) {
-      case 'next': await dc.nextRequest(args); break;
-      case 'stepIn': await dc.stepInRequest(args); break;
-      case 'stepOut': await dc.stepOutRequest(args); break;
-      case 'stepBack': await dc.stepBackRequest(args); break;
-      case 'continue': await dc.continueRequest(args); break;
-      case 'reverseContinue': await dc.reverseContinueRequest(args); break;
+      case 'next':
+        await dc.nextRequest(args);
+        break;
+      case 'stepIn':
+        await dc.stepInRequest(args);
+        break;
+      case 'stepOut':
+        await dc.stepOutRequest(args);
+        break;
+      case 'stepBack':
+        await dc.stepBackRequest(args);
+        break;
+      case 'continue':
+        await dc.continueRequest(args);
+        break;
+      case 'reverseContinue':
+        await dc.reverseContinueRequest(args);
+        break;
     }
   }
   const first = await Promise.race([stopped, ended]);

@@ -109,12 +109,24 @@ export async function move(
   const stopped = a.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
   const args = { threadId: 1 };
   switch (request) {
-    case 'next': await a.dc.nextRequest(args); break;
-    case 'stepIn': await a.dc.stepInRequest(args); break;
-    case 'stepOut': await a.dc.stepOutRequest(args); break;
-    case 'stepBack': await a.dc.stepBackRequest(args); break;
-    case 'continue': await a.dc.continueRequest(args); break;
-    case 'reverseContinue': await a.dc.reverseContinueRequest(args); break;
+    case 'next':
+      await a.dc.nextRequest(args);
+      break;
+    case 'stepIn':
+      await a.dc.stepInRequest(args);
+      break;
+    case 'stepOut':
+      await a.dc.stepOutRequest(args);
+      break;
+    case 'stepBack':
+      await a.dc.stepBackRequest(args);
+      break;
+    case 'continue':
+      await a.dc.continueRequest(args);
+      break;
+    case 'reverseContinue':
+      await a.dc.reverseContinueRequest(args);
+      break;
   }
   return stopped;
 }

@@ -25,7 +25,9 @@ test('locals named __proto__, constructor, toString and hasOwnProperty are liste
   const { a } = await atReturn();
   const vars = await locals(a);
   assert.deepEqual(
-    Object.keys(vars).filter((k) => k !== 'n').sort(),
+    Object.keys(vars)
+      .filter((k) => k !== 'n')
+      .sort(),
     ['__proto__', 'constructor', 'hasOwnProperty', 'toString'],
   );
   const value = (name: string) => (Object.hasOwn(vars, name) ? vars[name]!.value : `(no ${name})`);
@@ -48,7 +50,7 @@ test('watches on those names evaluate the recorded values, and calling them runs
 test('a watch that would build a 40 MB string is refused with the bound', { timeout: 60_000 }, async () => {
   const { a, frameId } = await atReturn();
   await assert.rejects(
-    a.dc.evaluateRequest({ expression: "toString * 20000000", frameId, context: 'watch' }),
+    a.dc.evaluateRequest({ expression: 'toString * 20000000', frameId, context: 'watch' }),
     /the result would be a string of 40000000 characters, more than the 100000 a watch expression may build/,
   );
   // The adapter is free: the next request is answered.

@@ -11,7 +11,16 @@ const scope: Record<string, Value> = {
   n: int(7),
   name: str('ab'),
   xs: { repr: '[3, 1, 2]', type: 'list', literal: true, len: 3, items: [int(3), int(1), int(2)] },
-  d: { repr: "{'a': 1, 'b': [2]}", type: 'dict', literal: true, len: 2, entries: [[str('a'), int(1)], [str('b'), { repr: '[2]', type: 'list', literal: true, len: 1, items: [int(2)] }]] },
+  d: {
+    repr: "{'a': 1, 'b': [2]}",
+    type: 'dict',
+    literal: true,
+    len: 2,
+    entries: [
+      [str('a'), int(1)],
+      [str('b'), { repr: '[2]', type: 'list', literal: true, len: 1, items: [int(2)] }],
+    ],
+  },
   p: { repr: '<Point>', type: 'mod.Point', literal: false, attrs: { x: int(4) } },
   big: { repr: '[0, 1, ...]', type: 'list', literal: false, truncated: true, len: 100, items: [int(0), int(1)] },
   nothing: { repr: 'None', type: 'NoneType', literal: true },
@@ -88,15 +97,18 @@ test('truthiness follows Python for conditions', () => {
 
 test('a watch that would build a huge string, sequence or int is refused before it is built', () => {
   assert.match(ev("'x' * 40000000"), /^error: the result would be a string of 40000000 characters, more than the 100000 a watch expression may build$/);
-  assert.match(ev("name * 10**12"), /^error: the result would be a string of 2000000000000 characters/);
+  assert.match(ev('name * 10**12'), /^error: the result would be a string of 2000000000000 characters/);
   assert.match(ev("('ab' * 50000) + 'c'"), /^error: the result would be a string of 100001 characters/);
   assert.match(ev('(10 ** 10000) ** 10000'), /^error: the result would be an int of \d+ bits, more than the 100000/);
-  assert.match(ev('(10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000)'), /^error: the result would be an int/);
+  assert.match(
+    ev('(10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000) * (10 ** 10000)'),
+    /^error: the result would be an int/,
+  );
   assert.match(ev('1' + ' + 1'.repeat(5000)), /^error: the expression is 20001 characters long; at most 10000 are evaluated$/);
   // Within the bounds, Python's answers.
   assert.equal(ev("len('ab' * 50000)"), '100000');
   assert.equal(ev("'' * 10**30"), "''");
-  assert.equal(ev("name * -3"), "''");
+  assert.equal(ev('name * -3'), "''");
   assert.equal(ev('(-1) ** 10000'), '1');
 });
 

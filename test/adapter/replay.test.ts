@@ -39,7 +39,10 @@ test('reports recording progress and the program output before replaying', async
   const names = a.events.map((e) => e.event);
   assert.ok(names.indexOf('progressStart') < names.indexOf('progressEnd'));
   assert.ok(names.indexOf('progressEnd') < names.indexOf('initialized'));
-  const stdout = a.events.filter((e) => e.event === 'output' && e.body.category === 'stdout').map((e) => e.body.output).join('');
+  const stdout = a.events
+    .filter((e) => e.event === 'output' && e.body.category === 'stdout')
+    .map((e) => e.body.output)
+    .join('');
   assert.equal(stdout, 'result 14\n');
 });
 
@@ -164,7 +167,10 @@ test('a hit count stops on the n-th run; with a condition it counts runs where t
 test('breakpoints on lines that never ran are unverified and say why', async () => {
   const a = await adapter();
   await launch(a, { program: program('dbg_raise.py'), entry: 'run()' });
-  const res = await a.dc.setBreakpointsRequest({ source: { path: program('dbg_raise.py') }, breakpoints: [{ line: 16 }, { line: 11 }, { line: 11, hitCondition: 'often' }] });
+  const res = await a.dc.setBreakpointsRequest({
+    source: { path: program('dbg_raise.py') },
+    breakpoints: [{ line: 16 }, { line: 11 }, { line: 11, hitCondition: 'often' }],
+  });
   const [never, ran, bad] = res.body.breakpoints;
   assert.equal(never?.verified, false);
   assert.match(never?.message ?? '', /never ran/);
@@ -214,7 +220,10 @@ test('stops where the uncaught exception was raised, with exceptionInfo', async 
   await a.dc.continueRequest({ threadId: 1 });
   assert.equal((await exited).body.exitCode, 1);
   await terminated;
-  const said = a.events.filter((e) => e.event === 'output').map((e) => e.body.output).join('');
+  const said = a.events
+    .filter((e) => e.event === 'output')
+    .map((e) => e.body.output)
+    .join('');
   assert.match(said, /run\(\) raised ValueError: bad item: x \(line 15/);
 });
 
@@ -240,7 +249,10 @@ test('variables expand nested dicts, lists and tuples from recorded children', a
   assert.deepEqual(Object.keys(level1), ["'name'", "'values'", "'nested'"]);
   assert.equal(level1["'name'"]!.value, "'demo'");
   const values = await children(a, level1["'values'"]!.variablesReference);
-  assert.deepEqual(Object.values(values).map((v) => v.value), ['1', '2', '3']);
+  assert.deepEqual(
+    Object.values(values).map((v) => v.value),
+    ['1', '2', '3'],
+  );
   assert.equal(values['1']!.evaluateName, "data['values'][1]");
   const nested = await children(a, level1["'nested'"]!.variablesReference);
   assert.equal(nested["'inner'"]!.value, "[[1, 2], {'k': (3, 4)}]");
@@ -256,7 +268,14 @@ test('objects show attributes; large containers page and say they were truncated
   assert.match(big.value, /\(truncated\)$/);
   assert.ok(big.indexedVariables! > 0 && big.indexedVariables! < 500);
   const page = await a.dc.variablesRequest({ variablesReference: big.variablesReference, filter: 'indexed', start: 5, count: 3 });
-  assert.deepEqual(page.body.variables.map((v) => [v.name, v.value]), [['5', '5'], ['6', '6'], ['7', '7']]);
+  assert.deepEqual(
+    page.body.variables.map((v) => [v.name, v.value]),
+    [
+      ['5', '5'],
+      ['6', '6'],
+      ['7', '7'],
+    ],
+  );
   const named = await a.dc.variablesRequest({ variablesReference: big.variablesReference, filter: 'named' });
   assert.match(named.body.variables[0]!.value, new RegExp(`of 500 elements were recorded`));
   const origin = await children(a, vars.origin!.variablesReference);
@@ -321,9 +340,15 @@ test('a script shows its module globals as a scope and gets its arguments', asyn
   const file = program('dbg_script.py');
   await launch(a, { program: file, args: ['ab', 'c'], stopOnEntry: false }, { breakpoints: [{ line: 11 }] });
   const st = await a.dc.stackTraceRequest({ threadId: 1 });
-  assert.deepEqual(st.body.stackFrames.map((f) => f.name), ['greet', '<module>']);
+  assert.deepEqual(
+    st.body.stackFrames.map((f) => f.name),
+    ['greet', '<module>'],
+  );
   const scopes = await a.dc.scopesRequest({ frameId: st.body.stackFrames[0]!.id });
-  assert.deepEqual(scopes.body.scopes.map((s) => s.name), ['Locals', 'Globals']);
+  assert.deepEqual(
+    scopes.body.scopes.map((s) => s.name),
+    ['Locals', 'Globals'],
+  );
   const globals = await children(a, scopes.body.scopes[1]!.variablesReference);
   assert.equal(globals.LIMIT!.value, '3');
   assert.equal(globals.names!.value, "['ab', 'c']");
@@ -341,7 +366,9 @@ async function children(a: Adapter, ref: number): Promise<Record<string, DebugPr
 }
 
 test('the launch configuration chooses the interpreter and extra environment of the run', async () => {
-  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
   const python = pythons[0];
   assert.ok(python, 'scripts/pythons.sh lists no interpreter');
   const version = execFileSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
@@ -355,7 +382,13 @@ test('a generator frame keeps its locals across resumptions; stepping over a yie
   const a = await adapter();
   await launch(a, { program: program('dbg_generator.py'), entry: 'consume()', stopOnEntry: false }, { breakpoints: [{ line: 4, hitCondition: '2' }] });
   const here = await where(a);
-  assert.deepEqual(here.frames.map((f) => [f.name, f.line]), [['numbers', 4], ['consume', 9]]);
+  assert.deepEqual(
+    here.frames.map((f) => [f.name, f.line]),
+    [
+      ['numbers', 4],
+      ['consume', 9],
+    ],
+  );
   assert.equal((await locals(a)).i?.value, '1');
   await move(a, 'next');
   assert.deepEqual(await pick(a), ['consume', 10, 1]);

@@ -41,7 +41,10 @@ async function launchExpectingEnd(config: Record<string, unknown>): Promise<stri
   const terminated = a.dc.waitForEvent('terminated');
   await a.dc.launchRequest({ type: 'execverify', request: 'launch', name: 'data', ...config } as DebugProtocol.LaunchRequestArguments);
   await terminated;
-  return a.events.filter((e) => e.event === 'output' && e.body.category === 'important').map((e) => e.body.output).join('');
+  return a.events
+    .filter((e) => e.event === 'output' && e.body.category === 'important')
+    .map((e) => e.body.output)
+    .join('');
 }
 
 function writeTrace(name: string, change: (t: typeof recorded) => void): string {

@@ -4,17 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import {
-  env,
-  makeWorkspace,
-  openFile,
-  openWorkbench,
-  paletteEntries,
-  startCodeServer,
-  waitForJson,
-  type CodeServer,
-  type Workbench,
-} from './harness.ts';
+import { env, makeWorkspace, openFile, openWorkbench, paletteEntries, startCodeServer, waitForJson, type CodeServer, type Workbench } from './harness.ts';
 import { fixtureFiles, manifest } from './fixtures.ts';
 
 describe('activation in code-server', { timeout: 240_000 }, () => {
@@ -49,9 +39,7 @@ describe('activation in code-server', { timeout: 240_000 }, () => {
   test('the command palette shows the commands the manifest offers in a Python editor, and hides the debugger-only ones', async () => {
     const contributed = (manifest().contributes?.commands ?? []) as { command: string; title: string; category?: string }[];
     assert.ok(contributed.length > 0, 'the manifest contributes no commands');
-    const when = new Map(
-      ((manifest().contributes?.menus?.commandPalette ?? []) as { command: string; when?: string }[]).map((m) => [m.command, m.when ?? '']),
-    );
+    const when = new Map(((manifest().contributes?.menus?.commandPalette ?? []) as { command: string; when?: string }[]).map((m) => [m.command, m.when ?? '']));
     // The context now: a Python editor is active, no debug session runs.
     const expectShown = (command: string): boolean | undefined => {
       const w = when.get(command);
@@ -76,4 +64,3 @@ interface SelfTest {
   ok: boolean;
   checks?: { name: string; ok: boolean; detail?: string }[];
 }
-

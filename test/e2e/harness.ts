@@ -170,9 +170,12 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
     writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
     const args = [
       env.codeServer,
-      '--config', config,
-      '--user-data-dir', userData,
-      '--extensions-dir', env.extensionsDir,
+      '--config',
+      config,
+      '--user-data-dir',
+      userData,
+      '--extensions-dir',
+      env.extensionsDir,
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-getting-started-override',
@@ -263,7 +266,10 @@ export async function paletteEntries(page: Page, text: string, whileOpen?: () =>
   await input.waitFor({ state: 'visible', timeout: 15_000 });
   await input.fill(`>${text}`);
   const rows = page.locator('.quick-input-list .monaco-list-row');
-  await rows.first().waitFor({ timeout: 15_000 }).catch(() => undefined);
+  await rows
+    .first()
+    .waitFor({ timeout: 15_000 })
+    .catch(() => undefined);
   const labels = await rows.locator('.label-name').allTextContents();
   await whileOpen?.();
   await input.press('Escape');
@@ -275,7 +281,9 @@ export async function openFile(page: Page, name: string): Promise<void> {
   const explorer = page.locator('.explorer-folders-view');
   if (!(await explorer.isVisible())) await runCommand(page, 'View: Show Explorer');
   await explorer.waitFor({ state: 'visible', timeout: 30_000 });
-  const row = explorer.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  const row = explorer.locator('.monaco-list-row', {
+    has: page.locator('.label-name', { hasText: new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
+  });
   await row.first().waitFor({ state: 'visible', timeout: 30_000 });
   await row.first().click();
   await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 30_000 });

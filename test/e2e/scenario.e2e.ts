@@ -117,7 +117,11 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     await input.fill(FIXTURE_ENTRY);
     await wb.shot('04-input');
     await input.press('Enter');
-    const line = await waitUntil(() => stoppedLine(page), (l) => l !== undefined, UI_WAIT);
+    const line = await waitUntil(
+      () => stoppedLine(page),
+      (l) => l !== undefined,
+      UI_WAIT,
+    );
     await wb.shot('05-stopped-on-entry');
     // `best = xs[0]` is the first line of running_max's body.
     assert.equal(line, 5);
@@ -140,9 +144,20 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     assert.doesNotMatch(all, /[✓✗]/, `no verdict before the step is revealed:\n${all}`);
 
     await debugAction(page, 'debug-step-over');
-    const after = await waitUntil(() => editorLines(page), (ls) => /✓|✗/.test(extrasText(ls)), UI_WAIT);
+    const after = await waitUntil(
+      () => editorLines(page),
+      (ls) => /✓|✗/.test(extrasText(ls)),
+      UI_WAIT,
+    );
     await wb.shot('07-verdict-right');
-    assert.equal(await waitUntil(() => stoppedLine(page), (l) => l === 6, UI_WAIT), 6);
+    assert.equal(
+      await waitUntil(
+        () => stoppedLine(page),
+        (l) => l === 6,
+        UI_WAIT,
+      ),
+      6,
+    );
     const text = extrasText(after);
     assert.match(text, /✓/, `a ✓ verdict:\n${text}`);
     assert.doesNotMatch(text, /✗/, `no ✗ for a right answer:\n${text}`);
@@ -151,7 +166,11 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
 
   test('a wrong prediction gets ✗ with the real next line and values', async () => {
     await clickLens(page, 'Predict next step');
-    await waitUntil(() => Promise.resolve(script.nextStepRequests()), (n) => n >= 2, UI_WAIT);
+    await waitUntil(
+      () => Promise.resolve(script.nextStepRequests()),
+      (n) => n >= 2,
+      UI_WAIT,
+    );
     const predicted = await waitUntil(
       () => editorLines(page),
       (ls) => (lineOf(ls, WRONG_STEP.next_line)?.extras.length ?? 0) > 0,
@@ -161,9 +180,20 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     assert.match(extrasText(predicted), /x\s*[=:]\s*4/, `the (wrong) predicted x = 4 is drawn:\n${extrasText(predicted)}`);
 
     await debugAction(page, 'debug-step-over');
-    const after = await waitUntil(() => editorLines(page), (ls) => /✗/.test(extrasText(ls)), UI_WAIT);
+    const after = await waitUntil(
+      () => editorLines(page),
+      (ls) => /✗/.test(extrasText(ls)),
+      UI_WAIT,
+    );
     await wb.shot('09-verdict-wrong');
-    assert.equal(await waitUntil(() => stoppedLine(page), (l) => l === 7, UI_WAIT), 7);
+    assert.equal(
+      await waitUntil(
+        () => stoppedLine(page),
+        (l) => l === 7,
+        UI_WAIT,
+      ),
+      7,
+    );
     const text = extrasText(after);
     assert.match(text, /✗/, `a ✗ verdict:\n${text}`);
     assert.match(text, /x\s*[=:]\s*1\b/, `the real value x = 1 is shown:\n${text}`);
@@ -172,7 +202,11 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
 
   test('step back returns to the previous line', async () => {
     await debugAction(page, 'debug-step-back');
-    const line = await waitUntil(() => stoppedLine(page), (l) => l === 6, UI_WAIT);
+    const line = await waitUntil(
+      () => stoppedLine(page),
+      (l) => l === 6,
+      UI_WAIT,
+    );
     await wb.shot('10-step-back');
     assert.equal(line, 6);
   });
@@ -237,16 +271,26 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     assert.equal(values.R_IO, 1, `the output is right: ${JSON.stringify(values)}`);
     assert.ok(values.R_white !== undefined && values.R_white < 1, `the white-box answers are missing: ${JSON.stringify(values)}`);
     // SEMANTICS §5: R = 2·((1−α)·R_IO + α·R_white); gating changes nothing when R_IO = 1.
-    assert.ok(Math.abs(values.R! - 2 * ((1 - alpha) * values.R_IO! + alpha * values.R_white!)) < 0.01, `R matches the formula: ${JSON.stringify(values)} α=${alpha}`);
+    assert.ok(
+      Math.abs(values.R! - 2 * ((1 - alpha) * values.R_IO! + alpha * values.R_white!)) < 0.01,
+      `R matches the formula: ${JSON.stringify(values)} α=${alpha}`,
+    );
     const questions = await frame.locator('table.questions tbody tr').allInnerTexts();
     assert.ok(questions.length >= 2, `per-question verdicts are listed: ${JSON.stringify(questions)}`);
   });
 
   test('"Add to dataset" stores the case in the workspace\'s sample store', async () => {
     await panelFrame(page).locator('button#add').click();
-    const message = await waitUntil(() => notifications(page), (ns) => ns.some((n) => /added to|already in/.test(n)), UI_WAIT);
+    const message = await waitUntil(
+      () => notifications(page),
+      (ns) => ns.some((n) => /added to|already in/.test(n)),
+      UI_WAIT,
+    );
     await wb.shot('13-added-to-dataset');
-    assert.ok(message.some((n) => /sample \w+ added to/.test(n)), `notification: ${JSON.stringify(message)}`);
+    assert.ok(
+      message.some((n) => /sample \w+ added to/.test(n)),
+      `notification: ${JSON.stringify(message)}`,
+    );
     const store = join(workspace, '.execverify');
     assert.ok(existsSync(store) && readdirSync(store, { recursive: true }).length > 0, `${store} holds the sample`);
   });
@@ -262,10 +306,23 @@ describe('new-user scenario in code-server', { timeout: 420_000 }, () => {
     await path.fill(exported);
     await path.press('Enter');
     const ok = page.locator('.monaco-dialog-box .monaco-button', { hasText: /^(OK|Create|Save)$/ });
-    if (await ok.first().isVisible().catch(() => false)) await ok.first().click();
-    const message = await waitUntil(() => notifications(page), (ns) => ns.some((n) => /exported \d+ records/.test(n)), UI_WAIT);
+    if (
+      await ok
+        .first()
+        .isVisible()
+        .catch(() => false)
+    )
+      await ok.first().click();
+    const message = await waitUntil(
+      () => notifications(page),
+      (ns) => ns.some((n) => /exported \d+ records/.test(n)),
+      UI_WAIT,
+    );
     await wb.shot('14-exported');
-    assert.ok(message.some((n) => n.includes(exported)), `notification names the file: ${JSON.stringify(message)}`);
+    assert.ok(
+      message.some((n) => n.includes(exported)),
+      `notification names the file: ${JSON.stringify(message)}`,
+    );
     assert.equal(readFileSync(exported).subarray(0, 4).toString(), 'PAR1', 'a Parquet file');
 
     const python = join(repoRoot, '.venv', 'bin', 'python');

@@ -7,16 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server.ts';
 import { fixtureFiles } from './fixtures.ts';
-import {
-  makeWorkspace,
-  notifications,
-  openFile,
-  openWorkbench,
-  startCodeServer,
-  waitUntil,
-  type CodeServer,
-  type Workbench,
-} from './harness.ts';
+import { makeWorkspace, notifications, openFile, openWorkbench, startCodeServer, waitUntil, type CodeServer, type Workbench } from './harness.ts';
 
 const UI_WAIT = 45_000;
 
@@ -52,7 +43,11 @@ describe('untrusted workspace in code-server', { timeout: 240_000 }, () => {
     const lens = wb.page.locator('.monaco-editor .codelens-decoration a', { hasText: 'Trace…' });
     await lens.last().waitFor({ state: 'visible', timeout: UI_WAIT });
     await lens.last().click(); // the lens of leave_mark()
-    const shown = await waitUntil(() => notifications(wb.page), (ns) => ns.some((n) => /trust/i.test(n)), UI_WAIT);
+    const shown = await waitUntil(
+      () => notifications(wb.page),
+      (ns) => ns.some((n) => /trust/i.test(n)),
+      UI_WAIT,
+    );
     const message = shown.find((n) => /trust/i.test(n)) ?? '';
     assert.match(message, /runs your code/i, `says why: ${message}`);
     assert.match(message, /not trusted/i, `says what is wrong: ${message}`);

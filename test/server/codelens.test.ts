@@ -75,7 +75,10 @@ test('CodeLens follows edits to the open document', async () => {
     contentChanges: [{ text: 'def only(x):\n    return x\n' }],
   });
   const lenses = (await server.connection.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as Lens[];
-  assert.deepEqual(lenses.map((l) => l.range.start.line), [0, 0]);
+  assert.deepEqual(
+    lenses.map((l) => l.range.start.line),
+    [0, 0],
+  );
   assert.ok(lenses.every((l) => l.command.arguments[1] === 'only'));
 });
 

@@ -4,12 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WorkDoneProgress } from 'vscode-languageserver/node';
-import {
-  StreamMessageReader,
-  StreamMessageWriter,
-  createMessageConnection,
-  type MessageConnection,
-} from 'vscode-jsonrpc/node';
+import { StreamMessageReader, StreamMessageWriter, createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/node';
 
 const repo = path.resolve(__dirname, '..', '..');
 

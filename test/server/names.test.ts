@@ -42,7 +42,11 @@ before(async () => {
       return { text: JSON.stringify({ next_line: -2, variables }) };
     },
   });
-  server = await startServer({ rootPath: ws, initializationOptions: { inline: 'notifications' }, settings: { baseUrl: model.url, model: 'm', requestTimeoutMs: 20_000 } });
+  server = await startServer({
+    rootPath: ws,
+    initializationOptions: { inline: 'notifications' },
+    settings: { baseUrl: model.url, model: 'm', requestTimeoutMs: 20_000 },
+  });
   await server.open(file, source);
 });
 after(async () => {

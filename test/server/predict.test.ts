@@ -25,7 +25,9 @@ import { startServer, waitFor, type ServerUnderTest } from './lsp-client';
 
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-predict-'));
 const file = path.join(ws, 'evens.py');
-const source = ['def total_even(xs):', '    total = 0', '    for x in xs:', '        if x % 2 == 0:', '            total += x', '    return total', ''].join('\n');
+const source = ['def total_even(xs):', '    total = 0', '    for x in xs:', '        if x % 2 == 0:', '            total += x', '    return total', ''].join(
+  '\n',
+);
 writeFileSync(file, source);
 const uri = pathToFileURL(file).href;
 
@@ -91,7 +93,13 @@ test('a right prediction shows at once (marker on the predicted line, values bes
   assert.equal(p.usage.promptTokens, 120);
   assert.deepEqual(p.problems, []);
   const shown = await waitFor(() => (lastInline().length ? lastInline() : undefined), 'inline prediction');
-  assert.deepEqual(shown.map((i) => [i.line, i.kind]), [[2, 'predictedValue'], [3, 'predictedNext']]);
+  assert.deepEqual(
+    shown.map((i) => [i.line, i.kind]),
+    [
+      [2, 'predictedValue'],
+      [3, 'predictedNext'],
+    ],
+  );
   assert.match(shown[0]!.text, /total = 0/);
 
   const v = StepVerdictSchema.parse(await request('execverify/reveal', { predictionId: p.id }));
@@ -101,7 +109,10 @@ test('a right prediction shows at once (marker on the predicted line, values bes
   assert.ok(v.questions.every((q) => q.ok));
   const verdict = lastInline().find((i) => i.kind === 'verdict')!;
   assert.equal(verdict.ok, true);
-  assert.ok(server.notifications.some((n) => n.method === 'execverify/runChanged' && (n.params as { runId: string }).runId === runId), 'the panel is told to reload the run');
+  assert.ok(
+    server.notifications.some((n) => n.method === 'execverify/runChanged' && (n.params as { runId: string }).runId === runId),
+    'the panel is told to reload the run',
+  );
   assert.match(verdict.text, /^✓ next line 3/);
 });
 
@@ -178,7 +189,10 @@ test('work-done progress: begin and end are reported on the client’s token', a
   await request('execverify/predict', { runId, step: stepOf(rows, 2), workDoneToken: 'tok-1' });
   await waitFor(() => (seen.some((v) => (v as { kind: string }).kind === 'end') ? true : undefined), 'progress end');
   sub.dispose();
-  assert.deepEqual(seen.map((v) => (v as { kind: string }).kind), ['begin', 'end']);
+  assert.deepEqual(
+    seen.map((v) => (v as { kind: string }).kind),
+    ['begin', 'end'],
+  );
   assert.match((seen[0] as { title: string }).title, /predicting the next step/);
 });
 
@@ -188,11 +202,14 @@ test('an endpoint that is down is an endpoint_down error naming the URL', async 
     await down.open(file, source);
     const run = TraceResultSchema.parse(await down.connection.sendRequest('execverify/trace', { uri, entry: 'total_even([2])' }));
     const rows = PanelDataSchema.parse(await down.connection.sendRequest('execverify/panel', { runId: run.runId })).rows;
-    await assert.rejects(down.connection.sendRequest('execverify/predict', { runId: run.runId, step: stepOf(rows, 2) }), (e: Error & { data?: { code: string } }) => {
-      assert.equal(e.data?.code, 'endpoint_down', e.message);
-      assert.match(e.message, /127\.0\.0\.1:9/);
-      return true;
-    });
+    await assert.rejects(
+      down.connection.sendRequest('execverify/predict', { runId: run.runId, step: stepOf(rows, 2) }),
+      (e: Error & { data?: { code: string } }) => {
+        assert.equal(e.data?.code, 'endpoint_down', e.message);
+        assert.match(e.message, /127\.0\.0\.1:9/);
+        return true;
+      },
+    );
     const health = (await down.connection.sendRequest('execverify/health', {})) as { state: string };
     assert.equal(health.state, 'down');
   } finally {
@@ -242,7 +259,12 @@ test('Verify whole call: the ExecVerify prompt, verdicts on the questioned lines
   const added = (await request('execverify/addSample', { verificationId: v.id })) as { id: string; added: boolean; store: string };
   assert.equal(added.added, true);
   assert.equal(added.store, path.join(ws, '.execverify'));
-  const record = JSON.parse(readFileSync(path.join(ws, '.execverify', 'samples.jsonl'), 'utf8').trim().split('\n').at(-1)!);
+  const record = JSON.parse(
+    readFileSync(path.join(ws, '.execverify', 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .at(-1)!,
+  );
   assert.equal(record.id, added.id);
   assert.equal(record.entry, 'total_even([1, 2, 4])');
   assert.equal(record.provenance.file, 'evens.py');

@@ -13,10 +13,27 @@ import { startServer, waitFor, type ServerUnderTest } from './lsp-client';
 
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-trace-'));
 const file = path.join(ws, 'stats.py');
-const source = ['def total_even(xs):', '    total = 0', '    for x in xs:', '        if x % 2 == 0:', '            total += x', '    return total', '', 'def spin(n):', '    i = 0', '    while i < n:', '        i += 1', '    return i', ''].join('\n');
+const source = [
+  'def total_even(xs):',
+  '    total = 0',
+  '    for x in xs:',
+  '        if x % 2 == 0:',
+  '            total += x',
+  '    return total',
+  '',
+  'def spin(n):',
+  '    i = 0',
+  '    while i < n:',
+  '        i += 1',
+  '    return i',
+  '',
+].join('\n');
 writeFileSync(file, source);
 mkdirSync(path.join(ws, 'tests'));
-writeFileSync(path.join(ws, 'tests', 'test_stats.py'), 'from stats import spin\n\ndef test_spin():\n    assert spin(3) == 3\n    assert stats.spin(\n        5,\n    ) == 5\n');
+writeFileSync(
+  path.join(ws, 'tests', 'test_stats.py'),
+  'from stats import spin\n\ndef test_spin():\n    assert spin(3) == 3\n    assert stats.spin(\n        5,\n    ) == 5\n',
+);
 const uri = pathToFileURL(file).href;
 
 let server: ServerUnderTest;
@@ -87,10 +104,13 @@ test('input candidates: the last run first, then calls found in the workspace’
   const inputs = (await server.connection.sendRequest('execverify/inputs', { uri, function: 'spin' })) as { entry: string; source: string; detail: string }[];
   assert.deepEqual(inputs[0], { entry: 'spin(2)', source: 'lastRun', detail: 'last run' });
   const fromTests = inputs.filter((i) => i.source === 'test');
-  assert.deepEqual(fromTests.map((i) => [i.entry, i.detail]), [
-    ['spin(3)', path.join('tests', 'test_stats.py') + ':4'],
-    ['spin(5,)', path.join('tests', 'test_stats.py') + ':5'],
-  ]);
+  assert.deepEqual(
+    fromTests.map((i) => [i.entry, i.detail]),
+    [
+      ['spin(3)', path.join('tests', 'test_stats.py') + ':4'],
+      ['spin(5,)', path.join('tests', 'test_stats.py') + ':5'],
+    ],
+  );
 });
 
 test('the trace comes back in the reply for the replay debugger', async () => {
@@ -111,11 +131,14 @@ test('a run that hits the step limit is kept, and the user is told how to record
 test('a file that does not parse is a syntax_error naming the line, and the server keeps working', async () => {
   const bad = path.join(ws, 'broken.py');
   writeFileSync(bad, 'def f(x):\n    return (x +\n');
-  await assert.rejects(server.connection.sendRequest('execverify/trace', { uri: pathToFileURL(bad).href, entry: 'f(1)' }), (e: Error & { data?: { code: string } }) => {
-    assert.equal(e.data?.code, 'syntax_error');
-    assert.match(e.message, /line 2|line 3/);
-    return true;
-  });
+  await assert.rejects(
+    server.connection.sendRequest('execverify/trace', { uri: pathToFileURL(bad).href, entry: 'f(1)' }),
+    (e: Error & { data?: { code: string } }) => {
+      assert.equal(e.data?.code, 'syntax_error');
+      assert.match(e.message, /line 2|line 3/);
+      return true;
+    },
+  );
   assert.equal((await trace('total_even([])')).outcome, 'returned 0');
 });
 

@@ -36,7 +36,10 @@ function hostilePython(marker: string): string {
 
 let endpoint: OpenAIServer;
 before(async () => {
-  endpoint = await startOpenAIServer({ models: ['m'], script: () => ({ text: JSON.stringify({ next_line: 3, variables: [{ name: 'total', value: '0', type: 'int' }] }) }) });
+  endpoint = await startOpenAIServer({
+    models: ['m'],
+    script: () => ({ text: JSON.stringify({ next_line: 3, variables: [{ name: 'total', value: '0', type: 'int' }] }) }),
+  });
 });
 after(async () => {
   await endpoint.close();
@@ -45,7 +48,12 @@ after(async () => {
 async function workspaceServer(trusted: boolean, marker: string): Promise<ServerUnderTest> {
   // The workspace's settings, as a client that does not filter them would send them (initialize and workspace/configuration).
   const hostile = { pythonPath: hostilePython(marker), baseUrl: endpoint.url, model: 'm', reveal: 'immediately', requestTimeoutMs: 20_000 };
-  const server = await startServer({ rootPath: ws, initializationOptions: { trusted, inline: 'notifications', settings: hostile }, settings: hostile, env: { EXECVERIFY_API_KEY: KEY } });
+  const server = await startServer({
+    rootPath: ws,
+    initializationOptions: { trusted, inline: 'notifications', settings: hostile },
+    settings: hostile,
+    env: { EXECVERIFY_API_KEY: KEY },
+  });
   await server.open(file, source);
   return server;
 }
@@ -77,7 +85,11 @@ test('untrusted: predict after a replayed trace, reveal, judge-on-step, verify a
     await server.close();
   }
   assert.equal(existsSync(marker), false, 'the workspace interpreter never ran');
-  assert.deepEqual(endpoint.requests.map((r) => `${r.method} ${r.path}`), [], 'the workspace endpoint received no request at all');
+  assert.deepEqual(
+    endpoint.requests.map((r) => `${r.method} ${r.path}`),
+    [],
+    'the workspace endpoint received no request at all',
+  );
 });
 
 test('trust granted later: the same server predicts and judges (the detectors of the untrusted test do fire)', async () => {

@@ -332,7 +332,22 @@ export const window = {
   },
   showSaveDialog: async () => fake.saveDialogAnswers.shift(),
   createStatusBarItem: (id: string) => {
-    const item = { id, text: '', tooltip: undefined as unknown, command: undefined as unknown, backgroundColor: undefined as unknown, name: '', visible: false, show() { item.visible = true; }, hide() { item.visible = false; }, dispose() {} };
+    const item = {
+      id,
+      text: '',
+      tooltip: undefined as unknown,
+      command: undefined as unknown,
+      backgroundColor: undefined as unknown,
+      name: '',
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      hide() {
+        item.visible = false;
+      },
+      dispose() {},
+    };
     fake.statusItems.push(item);
     return item;
   },

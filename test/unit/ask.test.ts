@@ -13,7 +13,17 @@ import { TracerPool } from '../../src/engine/trace/runner';
 import type { Trace } from '../../src/engine/trace/schema';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
 
-const SOURCE = ['def f(xs):', '    total = 0', '    for x in xs:', '        if x % 2:', '            total += x', '        else:', '            total -= 1', '    return total', ''].join('\n');
+const SOURCE = [
+  'def f(xs):',
+  '    total = 0',
+  '    for x in xs:',
+  '        if x % 2:',
+  '            total += x',
+  '        else:',
+  '            total -= 1',
+  '    return total',
+  '',
+].join('\n');
 const ENTRY = 'f([1, 2, 3, 4])';
 const template = (name: string): Template => BUILTIN_TEMPLATES.find((t) => t.name === name)!;
 
@@ -49,7 +59,12 @@ test('a perfect model earns R = 2 and a verdict of right on every question', asy
   server.setScript(() => ({ text: `Tracing it.\n${perfect}` }));
   const provider = new ModelProvider({ baseURL: server.url, model: 'm', retries: 0 });
   try {
-    const result = await ask(trace, { kind: 'call' }, template('execverify'), { provider, judge: new JudgeClient(pool), samples: 2, reward: { alpha: 0.5, gating: true } });
+    const result = await ask(trace, { kind: 'call' }, template('execverify'), {
+      provider,
+      judge: new JudgeClient(pool),
+      samples: 2,
+      reward: { alpha: 0.5, gating: true },
+    });
     const [outcome] = result.prompts;
     assert.ok(outcome?.ok);
     assert.equal(outcome.samples.length, 2);
@@ -57,7 +72,10 @@ test('a perfect model earns R = 2 and a verdict of right on every question', asy
       assert.equal(s.reward?.reward, 2);
       assert.ok(s.verdicts.every((v) => v.correct));
       assert.equal(s.parsed.answers.length, outcome.prompt.questions.length);
-      assert.ok(s.parsed.answers.every((a) => a !== null), 'the line parser found an answer per question');
+      assert.ok(
+        s.parsed.answers.every((a) => a !== null),
+        'the line parser found an answer per question',
+      );
     }
   } finally {
     provider.close();
@@ -101,7 +119,10 @@ test('the next step at a cursor: the baseline answers in JSON, each answer is ju
   const next = outcome.prompt.questions.findIndex((q) => q.kind === 'next_line');
   assert.equal(sample.parsed.answers[next], '5', 'the baseline guesses the line below');
   assert.equal(sample.verdicts[next]!.correct, true, 'x = 1 is odd: line 5 runs next');
-  assert.throws(() => prepareAsk(trace, template('next-step'), { kind: 'step', step: 0 }), (e: unknown) => e instanceof AskError && e.code === 'not_a_line');
+  assert.throws(
+    () => prepareAsk(trace, template('next-step'), { kind: 'step', step: 0 }),
+    (e: unknown) => e instanceof AskError && e.code === 'not_a_line',
+  );
 });
 
 test('next-step answers go through the one parser, state_any included', () => {

@@ -53,7 +53,7 @@ function observedSpawn() {
   return { envs, spawn };
 }
 
-test('a program traced through the real TracerPool sees none of the parent environment\'s secrets', async () => {
+test("a program traced through the real TracerPool sees none of the parent environment's secrets", async () => {
   const observed = observedSpawn();
   const pool = new TracerPool({ size: 1, spawn: observed.spawn }); // env: process.env, secrets included
   try {
@@ -86,7 +86,7 @@ test('variables the user gave the programs (jobEnv) go to the worker; nothing el
   }
 });
 
-test('a harvested project\'s tests run without the parent environment\'s secrets', async () => {
+test("a harvested project's tests run without the parent environment's secrets", async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ev-env-project-'));
   fs.writeFileSync(path.join(root, 'probe.py'), 'import os\n\ndef probe(name):\n    return os.environ.get(name, "absent")\n');
   fs.writeFileSync(
@@ -129,9 +129,27 @@ test('git for provenance gets its own environment: a GIT_DIR in this process doe
 });
 
 test('the minimal environment is an allow-list: names of any shape are left behind', () => {
-  const parent = { PATH: '/usr/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', TZ: 'UTC', TMPDIR: '/tmp/x', HOME: '/home/me', ...SECRETS, GITHUB_TOKEN: 'ghp_x', ELECTRON_RUN_AS_NODE: '1' };
+  const parent = {
+    PATH: '/usr/bin',
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    TZ: 'UTC',
+    TMPDIR: '/tmp/x',
+    HOME: '/home/me',
+    ...SECRETS,
+    GITHUB_TOKEN: 'ghp_x',
+    ELECTRON_RUN_AS_NODE: '1',
+  };
   assert.deepEqual(minimalEnv(parent, 'linux'), { PATH: '/usr/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', TZ: 'UTC', TMPDIR: '/tmp/x' });
-  assert.deepEqual(codeEnv(parent, { GIVEN: '1' }, 'linux'), { PATH: '/usr/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', TZ: 'UTC', TMPDIR: '/tmp/x', HOME: NEUTRAL_HOME, GIVEN: '1' });
+  assert.deepEqual(codeEnv(parent, { GIVEN: '1' }, 'linux'), {
+    PATH: '/usr/bin',
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    TZ: 'UTC',
+    TMPDIR: '/tmp/x',
+    HOME: NEUTRAL_HOME,
+    GIVEN: '1',
+  });
   assert.equal(gitEnv(parent, 'linux').HOME, '/home/me', "git reads the user's own ~/.gitconfig");
   assert.equal(gitEnv(parent, 'linux').GITHUB_TOKEN, undefined);
   const win = minimalEnv({ Path: 'C:\\Windows', SystemRoot: 'C:\\Windows', TEMP: 'C:\\t', USERPROFILE: 'C:\\Users\\me', ...SECRETS }, 'win32');

@@ -77,7 +77,10 @@ test('findSecrets adds the values of environment secrets, found wherever they oc
   const secret = { name: 'EXECVERIFY_FAKE_TOKEN', value: 'q9Zr.unknown.77kk' };
   const text = `x = "${secret.value}"\ny = x + "${secret.value}"`;
   const found = findSecrets(text, [secret]);
-  assert.deepEqual(found.map((f) => f.kind), ['environment_secret', 'environment_secret']);
+  assert.deepEqual(
+    found.map((f) => f.kind),
+    ['environment_secret', 'environment_secret'],
+  );
   assert.equal(redactCredentials(text, found), 'x = "REDACTED_ENVIRONMENT_SECRET"\ny = x + "REDACTED_ENVIRONMENT_SECRET"');
   assert.deepEqual(findSecrets(text), [], 'without the environment nothing says it is a secret');
 });

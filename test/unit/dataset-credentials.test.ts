@@ -20,7 +20,13 @@ const TOKEN = 'q9Zr.' + 'unknown-shape' + '.77kk';
 async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stderr: string }> {
   let stderr = '';
   const sink = (append: (s: string) => void) => new Writable({ write: (chunk, _enc, cb) => (append(String(chunk)), cb()) });
-  const code = await main(args, { stdout: sink(() => undefined), stderr: sink((s) => (stderr += s)), env, cwd: os.tmpdir(), signal: new AbortController().signal });
+  const code = await main(args, {
+    stdout: sink(() => undefined),
+    stderr: sink((s) => (stderr += s)),
+    env,
+    cwd: os.tmpdir(),
+    signal: new AbortController().signal,
+  });
   return { code, stderr };
 }
 
@@ -32,7 +38,7 @@ test('a record holding the value of a secret-looking environment variable is ref
     const r = store.add(leaked);
     assert.equal(r.added, false);
     assert.equal(!r.added && r.reason, 'credential');
-    assert.match(!r.added ? r.message ?? '' : '', /environment_secret in result\.repr/);
+    assert.match(!r.added ? (r.message ?? '') : '', /environment_secret in result\.repr/);
     assert.ok(!(!r.added && r.message?.includes(TOKEN)), 'the refusal never repeats the secret');
     assert.equal(store.add(sampleInput(2)).added, true, 'a clean record still goes in');
   } finally {
@@ -51,7 +57,7 @@ test("the store's default environment is this process's", () => {
     const r = store.add(sampleInput(3, { frames: [{ line: 2, source: '    y = x + 3', event: 'line', fn: 'f3', locals: { x: `'${TOKEN}'` } }] }));
     store.close();
     assert.equal(!r.added && r.reason, 'credential');
-    assert.match(!r.added ? r.message ?? '' : '', /frames\[0\]\.locals\.x/);
+    assert.match(!r.added ? (r.message ?? '') : '', /frames\[0\]\.locals\.x/);
   } finally {
     delete process.env.EXECVERIFY_FAKE_TOKEN;
   }
@@ -63,7 +69,7 @@ test('a credential the rules know is refused in any field, a model answer includ
     const key = 'sk-' + 'proj-' + 'Xk29fLq0Zr8TnB4vWm7cYp3sHd6gJa1e';
     const r = store.add(sampleInput(4, { answers: [{ model: 'm @ e', text: `the key is ${key}`, reward: 0, rIo: 0, rWhite: 0, breakdown: [] }] }));
     assert.equal(!r.added && r.reason, 'credential');
-    assert.match(!r.added ? r.message ?? '' : '', /openai_key in answers\[0\]\.text/);
+    assert.match(!r.added ? (r.message ?? '') : '', /openai_key in answers\[0\]\.text/);
   } finally {
     store.close();
   }
@@ -95,7 +101,10 @@ test('a harvest never writes an environment secret of unknown shape to samples.j
   const run = await cli(['harvest', project, '--out', out, '--quiet', '--no-answers', '--runner', 'unittest'], env);
   assert.equal(run.code, 0, run.stderr);
   const records = readStore(out).items;
-  assert.ok(records.some((r) => r.provenance.function === 'double'), 'the clean function is kept');
+  assert.ok(
+    records.some((r) => r.provenance.function === 'double'),
+    'the clean function is kept',
+  );
   assert.ok(!records.some((r) => r.provenance.function === 'greet'), 'the call holding the token is not');
   assert.ok(!fs.readFileSync(path.join(out, STORE_FILE), 'utf8').includes(TOKEN));
   const exported = path.join(out, 'sft');

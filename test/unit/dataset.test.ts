@@ -44,7 +44,7 @@ test('the store appends valid records once and reads them back after reopening',
   assert.equal(store.add(sampleInput(2)).added, true);
   const bad = store.add(sampleInput(3, { prompt: [] }));
   assert.equal(bad.added, false);
-  assert.match(bad.added ? '' : bad.message ?? '', /prompt/);
+  assert.match(bad.added ? '' : (bad.message ?? ''), /prompt/);
   store.close();
   const again = SampleStore.open(dir);
   assert.equal(again.size, 2);
@@ -86,7 +86,7 @@ test('repairTail also cuts a complete last line that is not JSON, and leaves goo
   assert.equal(repairTail(path.join(dir, 'missing.jsonl')), 0);
 });
 
-test('a second live writer is refused; a dead writer\'s lock is taken over', async () => {
+test("a second live writer is refused; a dead writer's lock is taken over", async () => {
   const dir = tmp();
   const sleeper = spawn('sleep', ['30']);
   try {
@@ -127,7 +127,10 @@ test('a writer killed with SIGKILL mid-stream leaves no corrupt or duplicate rec
     reopened.close();
     const text = fs.readFileSync(path.join(dir, STORE_FILE), 'utf8');
     assert.ok(text.endsWith('\n'));
-    const ids = text.trimEnd().split('\n').map((line) => RecordSchema.parse(JSON.parse(line)).id);
+    const ids = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => RecordSchema.parse(JSON.parse(line)).id);
     assert.equal(new Set(ids).size, ids.length, 'no duplicate ids');
     assert.equal(ids.length, total);
   }

@@ -12,7 +12,12 @@ import type { SampleRecord } from '../../src/engine/dataset/record';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-export-'));
 const records: SampleRecord[] = Array.from({ length: 30 }, (_, n) => sampleRecord(n, n % 5 === 0 ? { split: 'test' } : { split: 'train' }));
-const readJsonl = (file: string) => fs.readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const readJsonl = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test('--shard parses i/n and refuses anything else', () => {
   assert.deepEqual(parseShard('1/4'), { index: 1, count: 4 });
@@ -34,7 +39,10 @@ test('shards partition the records: disjoint, complete, and the same on every ru
   assert.deepEqual([...all].sort(), records.map((r) => r.id).sort(), 'complete');
   for (const r of records) assert.ok(ids[shardOf(r.id, 3)]!.includes(r.id));
   const again = exportRecords(records, { format: 'openrlhf', out: tmp(), shard: { index: 0, count: 3 } });
-  assert.deepEqual(again.files.flatMap((f) => readJsonl(f.path).map((r) => String(r.id))), ids[0]);
+  assert.deepEqual(
+    again.files.flatMap((f) => readJsonl(f.path).map((r) => String(r.id))),
+    ids[0],
+  );
 });
 
 test('verl rows have exactly the verl columns, one structure on every row, ground truth as a JSON string', () => {
@@ -51,7 +59,10 @@ test('verl rows have exactly the verl columns, one structure on every row, groun
   }
   const out = tmp();
   const result = exportRecords(records, { format: 'verl', out });
-  assert.deepEqual(result.files.map((f) => path.basename(f.path)), ['train.parquet', 'test.parquet']);
+  assert.deepEqual(
+    result.files.map((f) => path.basename(f.path)),
+    ['train.parquet', 'test.parquet'],
+  );
   assert.equal(result.rows, records.length);
   for (const f of result.files) {
     const bytes = fs.readFileSync(f.path);
@@ -69,7 +80,10 @@ test('exports are byte-identical whatever order the store holds the records in',
 test('TRL and OpenRLHF rows carry the prompt as chat and the ground truth under the documented keys', () => {
   const out = tmp();
   const trl = exportRecords(records, { format: 'trl', out, splits: ['train'] });
-  assert.deepEqual(trl.files.map((f) => path.basename(f.path)), ['train.jsonl']);
+  assert.deepEqual(
+    trl.files.map((f) => path.basename(f.path)),
+    ['train.jsonl'],
+  );
   const row = readJsonl(trl.files[0]!.path)[0]!;
   assert.deepEqual(Object.keys(row), ['prompt', 'ground_truth', 'data_source', 'sample_id', 'difficulty']);
   const rlhf = readJsonl(exportRecords(records, { format: 'openrlhf', out: tmp() }).files[0]!.path)[0]!;
@@ -94,7 +108,10 @@ test('ShareGPT keeps verified answers only: a fully right model answer, else the
   const byId = new Map(rows.map((r) => [r.id, r]));
   const first = byId.get(recs[0]!.id)!;
   assert.equal(first.system, 'You simulate Python execution.');
-  assert.deepEqual(first.conversations.map((c) => c.from), ['human', 'gpt']);
+  assert.deepEqual(
+    first.conversations.map((c) => c.from),
+    ['human', 'gpt'],
+  );
   assert.equal(first.conversations[1]!.value, 'right answer');
   assert.equal(byId.get(recs[1]!.id)!.conversations[1]!.value, recs[1]!.reference);
   assert.ok(!rows.some((r) => r.conversations.some((c) => c.value === 'wrong')));

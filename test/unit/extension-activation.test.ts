@@ -42,7 +42,10 @@ test('every contributed command is in the ExecVerify category', () => {
 test('activation events stay narrow: Python files, the replay debugger, the restored panel', () => {
   assert.ok(!manifest.activationEvents.includes('*'));
   assert.ok(manifest.activationEvents.includes('onLanguage:python'));
-  assert.ok(manifest.activationEvents.every((e) => /^(onLanguage:python|onDebug\w*:execverify|onWebviewPanel:execverify\.panel)$/.test(e)), manifest.activationEvents.join());
+  assert.ok(
+    manifest.activationEvents.every((e) => /^(onLanguage:python|onDebug\w*:execverify|onWebviewPanel:execverify\.panel)$/.test(e)),
+    manifest.activationEvents.join(),
+  );
 });
 
 test('everything registered is disposed with the extension', () => {
@@ -53,7 +56,9 @@ test('everything registered is disposed with the extension', () => {
 });
 
 test('the contributed settings are exactly the ones the server understands, with the same defaults', () => {
-  const declared = Object.keys(manifest.contributes.configuration.properties).map((k) => k.replace(/^execverify\./, '')).sort();
+  const declared = Object.keys(manifest.contributes.configuration.properties)
+    .map((k) => k.replace(/^execverify\./, ''))
+    .sort();
   assert.deepEqual(declared, [...SETTING_KEYS].sort());
   assert.deepEqual(declared, Object.keys(SettingsSchema.shape).sort());
   const defaults = SettingsSchema.parse({});

@@ -14,16 +14,37 @@ import { FakeEngineClient, tick } from './extension-fakes';
 
 const FILE = '/ws/stats.py';
 const URI = Uri.file(FILE).toString();
-const run: TraceResult = { runId: 'run-7', uri: URI, entry: 'mean([1, 2, 3])', steps: 12, outcome: 'returned 2.0', outcomeKind: 'returned', pythonVersion: '3.12.3' };
+const run: TraceResult = {
+  runId: 'run-7',
+  uri: URI,
+  entry: 'mean([1, 2, 3])',
+  steps: 12,
+  outcome: 'returned 2.0',
+  outcomeKind: 'returned',
+  pythonVersion: '3.12.3',
+};
 const verification: Verification = {
-  id: 'ver-1', runId: 'run-7', uri: URI, template: 'execverify',
+  id: 'ver-1',
+  runId: 'run-7',
+  uri: URI,
+  template: 'execverify',
   questions: [{ kind: 'output', line: 0, label: 'output', predicted: '2.0', actual: '2.0', ok: true }],
   rewards: { rIO: 1, rWhite: 0.8, r: 1.8, alpha: 0.5, gated: true },
-  answerer: { kind: 'model', name: 'qwen-exec' }, usage: { latencyMs: 100 }, problems: [],
+  answerer: { kind: 'model', name: 'qwen-exec' },
+  usage: { latencyMs: 100 },
+  problems: [],
 };
 const prediction: Prediction = {
-  id: 'pred-1', runId: 'run-7', uri: URI, step: 3, line: 4, nextLine: 5, values: { total: { value: '1', type: 'int' } },
-  answerer: { kind: 'model', name: 'qwen-exec' }, usage: { latencyMs: 50 }, problems: [],
+  id: 'pred-1',
+  runId: 'run-7',
+  uri: URI,
+  step: 3,
+  line: 4,
+  nextLine: 5,
+  values: { total: { value: '1', type: 'int' } },
+  answerer: { kind: 'model', name: 'qwen-exec' },
+  usage: { latencyMs: 50 },
+  problems: [],
 };
 
 interface Setup {
@@ -67,7 +88,14 @@ test('Trace… offers the last run and calls found in tests, then starts a repla
   assert.equal(fake.quickPicks[0]![0].label, '$(edit) Enter a call…');
   assert.match(fake.quickPicks[0]![2].description, /tests\/test_stats.py:7/);
   assert.equal(fake.debugStarts.length, 1);
-  assert.deepEqual(fake.debugStarts[0]!.config, { type: 'execverify', request: 'launch', name: 'ExecVerify: mean([1, 2, 3])', program: FILE, entry: 'mean([1, 2, 3])', stopOnEntry: true });
+  assert.deepEqual(fake.debugStarts[0]!.config, {
+    type: 'execverify',
+    request: 'launch',
+    name: 'ExecVerify: mean([1, 2, 3])',
+    program: FILE,
+    entry: 'mean([1, 2, 3])',
+    stopOnEntry: true,
+  });
 });
 
 test('with no candidates Trace… asks for a call in an input box that rejects non-calls', async () => {
@@ -123,7 +151,10 @@ test('in an untrusted workspace Predict next step and Show verdict now ask nothi
   await run_('execverify.revealVerdict', 'pred-1');
   assert.deepEqual(s.engine.requests, [], 'no request reached the engine');
   assert.equal(fake.messages.length, 2);
-  assert.match(fake.messages[0]!.message, /cannot predict the next step: it sends the run to your model endpoint and runs the Python judge, and this workspace is not trusted/);
+  assert.match(
+    fake.messages[0]!.message,
+    /cannot predict the next step: it sends the run to your model endpoint and runs the Python judge, and this workspace is not trusted/,
+  );
   assert.match(fake.messages[1]!.message, /cannot judge the prediction: it runs the Python judge/);
   assert.deepEqual(fake.messages[1]!.items, ['Manage Workspace Trust']);
 });
@@ -168,10 +199,18 @@ test('Predict next step without a stopped replay session says how to start one',
 test('Predict next step asks at the stop of the active session, then Show verdict reveals that prediction', async () => {
   const s = setup();
   s.stop = { runId: 'run-7', step: 3 };
-  s.engine.on('execverify/predict', () => prediction).on('execverify/reveal', (p) => ({
-    predictionId: (p as { predictionId: string }).predictionId, runId: 'run-7', step: 3, line: 4, actualNextLine: 5,
-    actualValues: { total: { value: '1', type: 'int' } }, questions: [], ok: true,
-  }));
+  s.engine
+    .on('execverify/predict', () => prediction)
+    .on('execverify/reveal', (p) => ({
+      predictionId: (p as { predictionId: string }).predictionId,
+      runId: 'run-7',
+      step: 3,
+      line: 4,
+      actualNextLine: 5,
+      actualValues: { total: { value: '1', type: 'int' } },
+      questions: [],
+      ok: true,
+    }));
   // values is a null-prototype names map (see namesRecord): compare its content.
   assert.deepEqual(structuredClone(await run_('execverify.predictNextStep')), prediction);
   assert.deepEqual(s.engine.requests[0]!.params, { runId: 'run-7', step: 3 });
@@ -211,7 +250,10 @@ test('a file that does not parse is reported as a plain error message', async ()
   const s = setup();
   s.engine.fail('execverify/trace', 'syntax_error', 'stats.py does not parse: invalid syntax (line 14). Fix the file and trace again.');
   await run_('execverify.verifyCall', URI, 'mean', 'mean([1])');
-  assert.deepEqual(fake.messages.map((m) => [m.severity, m.message]), [['error', 'ExecVerify: stats.py does not parse: invalid syntax (line 14). Fix the file and trace again.']]);
+  assert.deepEqual(
+    fake.messages.map((m) => [m.severity, m.message]),
+    [['error', 'ExecVerify: stats.py does not parse: invalid syntax (line 14). Fix the file and trace again.']],
+  );
 });
 
 test('a cancelled request shows nothing', async () => {
@@ -223,7 +265,10 @@ test('a cancelled request shows nothing', async () => {
 
 test('Add to dataset sends the run’s verification so the record carries the answers and rewards', async () => {
   const s = setup();
-  s.engine.on('execverify/trace', () => run).on('execverify/verify', () => verification).on('execverify/addSample', () => ({ id: 'abcdef0123456789', added: true, store: '/ws/.execverify' }));
+  s.engine
+    .on('execverify/trace', () => run)
+    .on('execverify/verify', () => verification)
+    .on('execverify/addSample', () => ({ id: 'abcdef0123456789', added: true, store: '/ws/.execverify' }));
   await run_('execverify.verifyCall', URI, 'mean', 'mean([1])');
   await run_('execverify.addSample');
   assert.deepEqual(s.engine.requests.at(-1), { method: 'execverify/addSample', params: { verificationId: 'ver-1' } });
@@ -244,7 +289,11 @@ test('Export… asks for the format and the folder, then reports the files writt
 test('a notice from the server with an action offers it as a button', async () => {
   const s = setup();
   fake.messageAnswers.push('Fix…');
-  s.engine.emit('execverify/notice', { severity: 'info', message: 'No model endpoint is configured: the baseline answered.', action: 'execverify.openSettings' });
+  s.engine.emit('execverify/notice', {
+    severity: 'info',
+    message: 'No model endpoint is configured: the baseline answered.',
+    action: 'execverify.openSettings',
+  });
   await tick();
   await tick();
   assert.match(fake.messages[0]!.message, /baseline answered/);
@@ -258,7 +307,12 @@ test('an unusable answer warns; a missing variable is only logged (it is drawn i
   await run_('execverify.predictNextStep');
   assert.equal(fake.messages.length, 0);
   assert.ok(fake.outputLines.some((l) => l.includes('No answer for xs.')));
-  s.engine.on('execverify/predict', () => ({ ...prediction, nextLine: null, values: {}, problems: ['The answer is not the JSON asked for (no JSON object found); every question counts as wrong.'] }));
+  s.engine.on('execverify/predict', () => ({
+    ...prediction,
+    nextLine: null,
+    values: {},
+    problems: ['The answer is not the JSON asked for (no JSON object found); every question counts as wrong.'],
+  }));
   await run_('execverify.predictNextStep');
   assert.match(fake.messages[0]!.message, /could not be used: The answer is not the JSON asked for/);
 });

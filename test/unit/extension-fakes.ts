@@ -39,7 +39,12 @@ export class FakeEngineClient implements EngineClient {
 
   onNotification(method: string, handler: (params: unknown) => void): Disposable {
     this.listeners.set(method, [...(this.listeners.get(method) ?? []), handler]);
-    return new Disposable(() => this.listeners.set(method, (this.listeners.get(method) ?? []).filter((h) => h !== handler)));
+    return new Disposable(() =>
+      this.listeners.set(
+        method,
+        (this.listeners.get(method) ?? []).filter((h) => h !== handler),
+      ),
+    );
   }
 
   /** Test side: the server sends a notification. */

@@ -52,7 +52,11 @@ test('trusted: workspace settings apply as usual', () => {
 test('untrusted: what the server is told at start and when it pulls settings holds no workspace value of a restricted setting', () => {
   fake.trusted = false;
   const init = JSON.stringify(initializationOptions(false));
-  const pulled = JSON.stringify([settingsSection('execverify')?.value, settingsSection('execverify.pythonPath')?.value, settingsSection('execverify.baseUrl')?.value]);
+  const pulled = JSON.stringify([
+    settingsSection('execverify')?.value,
+    settingsSection('execverify.pythonPath')?.value,
+    settingsSection('execverify.baseUrl')?.value,
+  ]);
   for (const sent of [init, pulled]) {
     assert.ok(!sent.includes('/tmp/evil/python'), sent);
     assert.ok(!sent.includes('attacker.example'), sent);
@@ -72,7 +76,8 @@ test('every contributed setting that names an interpreter, an endpoint or a path
   for (const [key, p] of Object.entries(manifest.contributes.configuration.properties)) {
     const text = `${key} ${p.description ?? ''} ${p.markdownDescription ?? ''}`;
     if (key === 'execverify.model' || key === 'execverify.apiMode') continue; // name the model and the API shape, not where they are
-    if (names.test(text)) assert.ok(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations?.includes(key), `${key} names something to run or reach: ${text}`);
+    if (names.test(text))
+      assert.ok(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations?.includes(key), `${key} names something to run or reach: ${text}`);
   }
 });
 
@@ -80,7 +85,10 @@ test('untrusted: the replay debugger records nothing, whatever launch configurat
   let asked = 0;
   const inner: Recorder = { record: async () => ((asked += 1), { ok: false, message: 'inner' }) };
   fake.trusted = false;
-  const r = await trustedRecorder(() => inner).record({ program: '/ws/x.py', entry: { kind: 'script', args: [] }, cwd: '/ws', python: '/tmp/evil/python' }, new AbortController().signal);
+  const r = await trustedRecorder(() => inner).record(
+    { program: '/ws/x.py', entry: { kind: 'script', args: [] }, cwd: '/ws', python: '/tmp/evil/python' },
+    new AbortController().signal,
+  );
   assert.equal(asked, 0);
   assert.equal(r.ok, false);
   assert.match(r.ok ? '' : r.message, /untrusted workspace.*"traceFile"/);

@@ -38,10 +38,19 @@ test('inline results from the server become ✓ / ✗ / prediction decorations a
   });
   const [ok, bad, prediction, nextLine] = fake.decorationTypes;
   const at = (t: unknown) => editor.decorations.get(t as never) ?? [];
-  assert.deepEqual(at(ok).map((d) => [d.range.end.line, d.range.end.character, d.renderOptions.after.contentText]), [[1, 13, '✓ next line 3']]);
-  assert.deepEqual(at(bad).map((d) => d.renderOptions.after.contentText), ['✗ x after 3: 5 (real 6)']);
+  assert.deepEqual(
+    at(ok).map((d) => [d.range.end.line, d.range.end.character, d.renderOptions.after.contentText]),
+    [[1, 13, '✓ next line 3']],
+  );
+  assert.deepEqual(
+    at(bad).map((d) => d.renderOptions.after.contentText),
+    ['✗ x after 3: 5 (real 6)'],
+  );
   assert.match(at(bad)[0]!.hoverMessage.value, /predicted 5/);
-  assert.deepEqual(at(nextLine).map((d) => d.range.start.line), [2]);
+  assert.deepEqual(
+    at(nextLine).map((d) => d.range.start.line),
+    [2],
+  );
   assert.deepEqual(at(prediction), [], 'a result past the end of the document is not drawn');
   assert.equal(nextLine!.options.isWholeLine, true);
   assert.equal(view.itemsFor(URI).length, 4);
@@ -83,7 +92,12 @@ test('the status bar says whether a model, the baseline or nothing answers, and 
   const v = { rewards: { rIO: 1, rWhite: 0.6, r: 1.6, alpha: 0.5, gated: true }, answerer: { kind: 'baseline' as const, name: 'baseline' } };
   assert.equal(rewardsText(v as never), '$(beaker) R 1.60 · IO 1 · white 0.60 (baseline)');
 
-  const engine = new FakeEngineClient().on('execverify/health', () => ({ state: 'down', endpoint: 'http://127.0.0.1:9/v1', model: 'm', message: 'connection refused' }));
+  const engine = new FakeEngineClient().on('execverify/health', () => ({
+    state: 'down',
+    endpoint: 'http://127.0.0.1:9/v1',
+    model: 'm',
+    message: 'connection refused',
+  }));
   const bar = registerStatusBar(makeContext(), { client: engine, log: () => {} });
   await bar.refresh();
   assert.equal(bar.text(), '$(warning) ExecVerify: endpoint down');
@@ -126,7 +140,10 @@ test('the panel opens with only media/ readable, posts the run, and forwards row
   const p = fake.panels[0]!;
   assert.equal(p.viewType, PANEL_VIEW_TYPE);
   assert.equal(p.webview.options.enableScripts, true);
-  assert.deepEqual(p.webview.options.localResourceRoots.map((u: Uri) => u.path), ['/ext/media']);
+  assert.deepEqual(
+    p.webview.options.localResourceRoots.map((u: Uri) => u.path),
+    ['/ext/media'],
+  );
   assert.deepEqual(p.webview.posted, [{ type: 'data', data: panelData }]);
   p.webview.send({ type: 'selectStep', step: 1 });
   p.webview.send({ type: 'selectStep', step: 'one' });
@@ -154,7 +171,13 @@ test('the panel buttons run Add to dataset and Export…', async () => {
   await host.show('run-1');
   fake.panels[0]!.webview.send({ type: 'addSample' });
   fake.panels[0]!.webview.send({ type: 'export' });
-  assert.deepEqual(fake.executed.map((e) => [e.command, e.args]), [['execverify.addSample', ['run-1']], ['execverify.export', []]]);
+  assert.deepEqual(
+    fake.executed.map((e) => [e.command, e.args]),
+    [
+      ['execverify.addSample', ['run-1']],
+      ['execverify.export', []],
+    ],
+  );
 });
 
 test('after a reload the serializer restores the panel on the saved run', async () => {
@@ -180,7 +203,11 @@ test('a restored panel whose run is gone says so instead of failing', async () =
 function bridgeSetup() {
   const engine = new FakeEngineClient();
   const selected: [string, number][] = [];
-  const panel = { selectStep: (r: string, s: number) => void selected.push([r, s]), refresh: async () => {}, onDidSelectStep: (l: (e: { runId: string; step: number }) => void) => ((panelListener = l), { dispose() {} }) };
+  const panel = {
+    selectStep: (r: string, s: number) => void selected.push([r, s]),
+    refresh: async () => {},
+    onDidSelectStep: (l: (e: { runId: string; step: number }) => void) => ((panelListener = l), { dispose() {} }),
+  };
   let panelListener: ((e: { runId: string; step: number }) => void) | undefined;
   const bridge = registerReplayBridge(makeContext(), { client: engine, panel: panel as never, log: () => {} });
   return { engine, bridge, selected, select: (e: { runId: string; step: number }) => panelListener!(e) };
@@ -193,7 +220,16 @@ function loopTrace() {
 /** What happens when a session replays a recording: the bridge records it as `runId`, and the adapter factory hands it the session's id with the trace. */
 async function replayIn(setup: ReturnType<typeof bridgeSetup>, sessionId: string, runId: string): Promise<void> {
   const trace = loopTrace();
-  setup.engine.on('execverify/trace', () => ({ runId, uri: URI, entry: 'f(3)', steps: trace.steps.length, outcome: 'returned', outcomeKind: 'returned', pythonVersion: '3.12', trace }));
+  setup.engine.on('execverify/trace', () => ({
+    runId,
+    uri: URI,
+    entry: 'f(3)',
+    steps: trace.steps.length,
+    outcome: 'returned',
+    outcomeKind: 'returned',
+    pythonVersion: '3.12',
+    trace,
+  }));
   const result = await setup.bridge.recorder.record({ program: FILE, entry: { kind: 'call', expr: 'f(3)' }, cwd: '/ws' }, new AbortController().signal);
   assert.ok(result.ok);
   setup.bridge.onTrace(result.trace, sessionId);
@@ -209,11 +245,17 @@ test('the debugger’s step events reach the server and the panel once the sessi
   assert.equal(engine.notifications.length, 0);
   await replayIn(setup, 'dbg-1', 'run-3');
   fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/step', body: { stepIndex: 4, line: 3, file: FILE, frameId: 1 } });
-  assert.deepEqual(engine.notifications.map((n) => n.params), [
-    { runId: 'run-3', step: 0, uri: URI, line: 1 },
-    { runId: 'run-3', step: 4, uri: URI, line: 3 },
+  assert.deepEqual(
+    engine.notifications.map((n) => n.params),
+    [
+      { runId: 'run-3', step: 0, uri: URI, line: 1 },
+      { runId: 'run-3', step: 4, uri: URI, line: 3 },
+    ],
+  );
+  assert.deepEqual(selected, [
+    ['run-3', 0],
+    ['run-3', 4],
   ]);
-  assert.deepEqual(selected, [['run-3', 0], ['run-3', 4]]);
   assert.deepEqual(bridge.current(), { sessionId: 'dbg-1', runId: 'run-3', step: 4, uri: URI, line: 3 });
   fake.emitters.debugTerminate.fire(session);
   assert.deepEqual(engine.notifications.at(-1)!.params, { runId: 'run-3', step: 0, ended: true });
@@ -246,7 +288,16 @@ test('selecting a row moves the replay session of that run', async () => {
 test('the recorder records through the engine server, and the session replaying it is known by its run id', async () => {
   const { engine, bridge } = bridgeSetup();
   const trace = loopTrace();
-  engine.on('execverify/trace', () => ({ runId: 'run-9', uri: URI, entry: 'f(3)', steps: trace.steps.length, outcome: 'returned', outcomeKind: 'returned', pythonVersion: '3.12', trace }));
+  engine.on('execverify/trace', () => ({
+    runId: 'run-9',
+    uri: URI,
+    entry: 'f(3)',
+    steps: trace.steps.length,
+    outcome: 'returned',
+    outcomeKind: 'returned',
+    pythonVersion: '3.12',
+    trace,
+  }));
   const result = await bridge.recorder.record({ program: FILE, entry: { kind: 'call', expr: 'f(3)' }, cwd: '/ws' }, new AbortController().signal);
   assert.equal(result.ok, true);
   assert.deepEqual(engine.requests[0]!.params, { uri: URI, entry: 'f(3)', cwd: '/ws', env: undefined, python: undefined, limits: undefined, wantTrace: true });
@@ -254,7 +305,10 @@ test('the recorder records through the engine server, and the session replaying 
   fake.activeDebugSession = session;
   bridge.onTrace((result as unknown as { trace: never }).trace, 'dbg-9');
   fake.emitters.debugCustomEvent.fire({ session, event: 'execverify/step', body: { stepIndex: 2, line: 2, file: FILE, frameId: 1 } });
-  assert.deepEqual(engine.notifications.map((n) => n.params), [{ runId: 'run-9', step: 2, uri: URI, line: 2 }]);
+  assert.deepEqual(
+    engine.notifications.map((n) => n.params),
+    [{ runId: 'run-9', step: 2, uri: URI, line: 2 }],
+  );
 });
 
 test('a failed recording is a message for the Debug Console, not an exception', async () => {
@@ -271,7 +325,10 @@ test('the self-test checks commands, the debugger, the client and the settings, 
   fake.configurationDefaults = { 'execverify.alpha': 0.5, 'execverify.datasetDir': '.execverify' };
   const engine = new FakeEngineClient().on('execverify/health', () => ({ state: 'baseline', endpoint: '', model: '', message: '' }));
   const result = await runSelfTest(context, { client: engine });
-  assert.deepEqual(result.checks.filter((c) => !c.ok), []);
+  assert.deepEqual(
+    result.checks.filter((c) => !c.ok),
+    [],
+  );
   assert.equal(result.ok, true);
   const names = result.checks.map((c) => c.name).join(' ');
   for (const topic of ['command', 'debug', 'client', 'setting']) assert.match(names, new RegExp(topic));

@@ -229,7 +229,14 @@ test('recursion: the k-th run is counted per frame; the stack shows every call s
   assert.equal(into.frame, middle);
   const deepest = trace.steps.findIndex((s) => s.depth === 2 && s.event === 'line');
   const stack = d.stack(deepest);
-  assert.deepEqual(stack.map((r) => [r.frame, r.line]), [[outer, lineOf(RECURSION, '# rec')], [middle, lineOf(RECURSION, '# rec')], [trace.steps[deepest]!.frame, 2]]);
+  assert.deepEqual(
+    stack.map((r) => [r.frame, r.line]),
+    [
+      [outer, lineOf(RECURSION, '# rec')],
+      [middle, lineOf(RECURSION, '# rec')],
+      [trace.steps[deepest]!.frame, 2],
+    ],
+  );
 });
 
 const GENERATOR = `def gen(n):
@@ -252,7 +259,14 @@ test('generators: one frame across resumes; a yield is not the end of the frame'
   const events = g.steps.map((i) => trace.steps[i]!).filter((s) => s.event !== 'line');
   assert.deepEqual(
     events.map((s) => [s.event, Boolean(s.resumed), Boolean(s.yielded)]),
-    [['call', false, false], ['return', false, true], ['call', true, false], ['return', false, true], ['call', true, false], ['return', false, false]],
+    [
+      ['call', false, false],
+      ['return', false, true],
+      ['call', true, false],
+      ['return', false, true],
+      ['call', true, false],
+      ['return', false, false],
+    ],
   );
   assert.equal(f.nextLineAfter(g.id, lineOf(GENERATOR, '# yield'), 1), lineOf(GENERATOR, '# inc'));
   const st = f.stateAfter(g.id, lineOf(GENERATOR, '# yield'), 2)!;

@@ -53,7 +53,10 @@ async function harvestFixture(name: string) {
 test('the same standard-library import in two modules is no name conflict: all three entry points are built', async () => {
   const { records, builtFunctions, buildDrops } = await harvestFixture('stdlib-conflict');
   assert.deepEqual(buildDrops, []);
-  assert.deepEqual(builtFunctions.filter((f) => ['words', 'frequencies', 'most_common'].includes(f)), ['frequencies', 'most_common', 'words']);
+  assert.deepEqual(
+    builtFunctions.filter((f) => ['words', 'frequencies', 'most_common'].includes(f)),
+    ['frequencies', 'most_common', 'words'],
+  );
   const sample = records.find((r) => r.provenance.function === 'most_common')!;
   assert.equal(sample.code.split('import re\n').length - 1, 1, 'one `import re`, not one per module');
 });
@@ -61,7 +64,10 @@ test('the same standard-library import in two modules is no name conflict: all t
 test('the branch of a try/except ImportError that runs is kept', async () => {
   const { records, builtFunctions, buildDrops } = await harvestFixture('import-fallback');
   assert.deepEqual(buildDrops, []);
-  assert.deepEqual(builtFunctions.filter((f) => ['encode', 'side', 'digest'].includes(f)), ['digest', 'encode', 'side']);
+  assert.deepEqual(
+    builtFunctions.filter((f) => ['encode', 'side', 'digest'].includes(f)),
+    ['digest', 'encode', 'side'],
+  );
   const digest = records.find((r) => r.provenance.function === 'digest')!;
   assert.match(digest.code, /def checksum\(data\):/, 'the fallback definition that ran');
 });
@@ -89,15 +95,19 @@ test('doctest examples and comments stating a result never reach the prompt', as
   }
   const gcd = records.find((r) => r.provenance.function === 'gcd')!;
   assert.match(gcd.code, /Uses Euclid's algorithm/, 'the rest of the docstring stays');
-  assert.deepEqual(buildDrops.map((d) => d.reason), ['answer_in_code'], 'mean([1, 2, 3]) is stated in its docstring');
+  assert.deepEqual(
+    buildDrops.map((d) => d.reason),
+    ['answer_in_code'],
+    'mean([1, 2, 3]) is stated in its docstring',
+  );
 });
 
-test(
-  'a project module named like a standard one (clock/time.py) does not shadow it in the tracer',
-  async () => {
-    const { drops, builtFunctions, buildDrops } = await harvestFixture('stdlib-name');
-    assert.deepEqual(buildDrops, [], 'the build keeps them');
-    assert.deepEqual(builtFunctions, ['duration', 'epoch_year', 'hhmm']);
-    assert.deepEqual(drops.filter((d) => d.reason.startsWith('trace_')), []);
-  },
-);
+test('a project module named like a standard one (clock/time.py) does not shadow it in the tracer', async () => {
+  const { drops, builtFunctions, buildDrops } = await harvestFixture('stdlib-name');
+  assert.deepEqual(buildDrops, [], 'the build keeps them');
+  assert.deepEqual(builtFunctions, ['duration', 'epoch_year', 'hhmm']);
+  assert.deepEqual(
+    drops.filter((d) => d.reason.startsWith('trace_')),
+    [],
+  );
+});

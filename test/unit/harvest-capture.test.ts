@@ -83,7 +83,12 @@ test('an interrupted capture is continued by the same command, never reused as c
   // --max-time cuts the second test (it waits for `go`): the harvest goes on with what it has.
   const first = await start(['harvest', project, '--out', out, '--max-time', '4', ...FAST]).done;
   assert.equal(first.code, 0, first.stderr);
-  const calls = () => fs.readFileSync(path.join(out, 'work', 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const calls = () =>
+    fs
+      .readFileSync(path.join(out, 'work', 'calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
   let summary = calls().at(-1);
   assert.equal(summary.interrupted, true);
   assert.deepEqual(summary.testsDone, ['test_calc.A.test_double']);
@@ -96,7 +101,13 @@ test('an interrupted capture is continued by the same command, never reused as c
   assert.equal(summary.complete, true);
   assert.equal(summary.resumed, true);
   assert.equal(summary.testsRun, 2);
-  assert.deepEqual(lines.filter((l) => l.kind === 'call').map((l) => l.entry).sort(), ['double(2)', 'triple(3)']);
+  assert.deepEqual(
+    lines
+      .filter((l) => l.kind === 'call')
+      .map((l) => l.entry)
+      .sort(),
+    ['double(2)', 'triple(3)'],
+  );
   // The build follows the calls it was made from.
   const built = fs.readFileSync(path.join(out, 'work', 'built.jsonl'), 'utf8');
   assert.match(built, /"entry": "triple\(3\)"/);

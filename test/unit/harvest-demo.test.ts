@@ -50,7 +50,8 @@ before(async () => {
 test('the demo harvest keeps literal calls of project functions and reports every drop with its reason', () => {
   const { records, report } = reference;
   const functions = new Set(records.map((r) => `${r.provenance.file}:${r.provenance.function}`));
-  for (const f of ['textstats.py:word_count', 'intervals.py:merge', 'roman.py:to_roman', 'roman.py:from_roman', 'inventory.py:restock']) assert.ok(functions.has(f), f);
+  for (const f of ['textstats.py:word_count', 'intervals.py:merge', 'roman.py:to_roman', 'roman.py:from_roman', 'inventory.py:restock'])
+    assert.ok(functions.has(f), f);
   // Methods and a hard-coded database password are not samples.
   for (const f of ['inventory.py:record', 'settings.py:database_url', 'settings.py:port_of']) assert.ok(!functions.has(f), f);
   assert.ok((report.drops.capture!.method_or_nested ?? 0) >= 1);
@@ -66,7 +67,10 @@ test('the demo harvest keeps literal calls of project functions and reports ever
   assert.equal(report.funnel.at(-1)!.count, records.length);
   assert.equal(report.tests.runner, 'unittest');
   assert.equal(report.tests.failures, 0);
-  assert.equal(report.difficulty.histogram.reduce((a, b) => a + b, 0), records.length);
+  assert.equal(
+    report.difficulty.histogram.reduce((a, b) => a + b, 0),
+    records.length,
+  );
   assert.equal(report.rewards?.model, 'baseline');
   assert.ok(fs.readFileSync(path.join(reference.out, 'report.md'), 'utf8').includes('| scan | credential | 2 |'));
   for (const r of records) {

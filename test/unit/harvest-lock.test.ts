@@ -80,13 +80,18 @@ test('a second harvest on the same --out is refused in one line, and the first c
   assert.notEqual(second.code, 0);
   const lines = second.stderr.trim().split('\n');
   assert.equal(lines.length, 1, second.stderr);
-  assert.match(lines[0]!, new RegExp(`^execverify harvest: another process \\(pid ${first.child.pid}\\) is writing to .*; wait for it to finish or use another --out`));
+  assert.match(
+    lines[0]!,
+    new RegExp(`^execverify harvest: another process \\(pid ${first.child.pid}\\) is writing to .*; wait for it to finish or use another --out`),
+  );
   assert.doesNotMatch(second.stderr, /\n\s+at /, 'no stack trace');
 
   fs.writeFileSync(go, '');
   const ran = await first.done;
   assert.equal(ran.code, 0, ran.stderr);
-  const functions = readStore(out).items.map((r) => r.provenance.function).sort();
+  const functions = readStore(out)
+    .items.map((r) => r.provenance.function)
+    .sort();
   assert.deepEqual(functions, ['add', 'neg'], 'the first harvest stored every record');
   assert.equal(fs.existsSync(path.join(out, 'samples.lock')), false, 'the lock is given back');
 });
@@ -141,6 +146,9 @@ test('of several processes that find the same stale lock, exactly one takes it o
   for (const h of holders) h.stdin!.end();
   await Promise.all(holders.map((h) => new Promise((r) => h.once('exit', r))));
   assert.equal(answers.filter((a) => a.startsWith('held')).length, 1, answers.join(' | '));
-  assert.deepEqual(answers.filter((a) => !a.startsWith('held')), ['busy StoreBusyError', 'busy StoreBusyError', 'busy StoreBusyError']);
+  assert.deepEqual(
+    answers.filter((a) => !a.startsWith('held')),
+    ['busy StoreBusyError', 'busy StoreBusyError', 'busy StoreBusyError'],
+  );
   assert.equal(fs.existsSync(path.join(out, 'samples.lock')), false);
 });

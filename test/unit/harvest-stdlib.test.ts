@@ -40,7 +40,9 @@ test('harvesting bisect and heapq with their own test suites keeps only samples 
   assert.equal(code, 0, stderr);
   const report = JSON.parse(stdout) as HarvestReport;
   const records = readStore(out).items;
-  t.diagnostic(`stdlib harvest (${MODULES.join(', ')}): ${report.tests.run} tests, ${report.funnel[0]!.count} literal calls, ${records.length} samples from ${report.functions} functions`);
+  t.diagnostic(
+    `stdlib harvest (${MODULES.join(', ')}): ${report.tests.run} tests, ${report.funnel[0]!.count} literal calls, ${records.length} samples from ${report.functions} functions`,
+  );
   assert.ok(report.tests.run! > 20, 'the suites ran');
   assert.ok(records.length >= 20, `${records.length} samples`);
   const fns = new Set(records.map((r) => r.provenance.function));

@@ -38,7 +38,11 @@ test('credentials of every kind are found, and the finding never holds the secre
   ];
   for (const [text, kind] of cases) {
     const found = scanCredentials(text);
-    assert.deepEqual(found.map((f) => f.kind), [kind], text);
+    assert.deepEqual(
+      found.map((f) => f.kind),
+      [kind],
+      text,
+    );
     assert.deepEqual(Object.keys(found[0]!).sort(), ['index', 'kind', 'length']);
     assert.ok(found[0]!.length >= 8, 'the span covers the secret');
   }
@@ -53,7 +57,7 @@ test('ordinary code and placeholders are not credentials', () => {
     'url = "https://example.com/a:b@c"',
     'secret = "aaaaaaaaaaaa"',
     'def heappush(heap, item):\n    heap.append(item)',
-    "sk-learn is a library",
+    'sk-learn is a library',
     'SPLIT_RE = r"(?:\\\\s+|[-—])"',
   ];
   for (const text of clean) assert.deepEqual(scanCredentials(text), [], text);
@@ -83,7 +87,10 @@ test('structural difficulty grows with what there is to simulate', async () => {
     assert.ok(structuralScore(b) < 1 && structuralScore(a) > 0);
     const frames = traceFrames(big, 3);
     assert.equal(frames.length, 3);
-    assert.deepEqual(frames.map((f) => f.line), [2, 3, 4]);
+    assert.deepEqual(
+      frames.map((f) => f.line),
+      [2, 3, 4],
+    );
     assert.equal(frames[1]!.locals.total, '0');
     assert.equal(frames[0]!.source, '    total = 0');
   } finally {

@@ -23,7 +23,11 @@ function io(cwd: string) {
 function fixture(n: number) {
   assert.ok(existsSync(BENCH), `CRUXEval data missing at ${BENCH} (expected ../shared/benchmarks from the repo root)`);
   const dir = mkdtempSync(join(tmpdir(), 'ev-eval-'));
-  const rows = readFileSync(BENCH, 'utf8').trim().split('\n').slice(0, n).map((l) => JSON.parse(l) as { id: string; input: string; output: string });
+  const rows = readFileSync(BENCH, 'utf8')
+    .trim()
+    .split('\n')
+    .slice(0, n)
+    .map((l) => JSON.parse(l) as { id: string; input: string; output: string });
   writeFileSync(join(dir, 'data.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   return { dir, rows };
 }
@@ -34,12 +38,18 @@ test('output mode: reference answers pass, wrong and f(input) answers fail; pass
   const gens = Object.fromEntries(rows.map((r) => [r.id, [r.output, '"__wrong__"', `f(${r.input})`, r.output, r.output]]));
   writeFileSync(join(dir, 'gens.json'), JSON.stringify(gens));
   const h = io(dir);
-  const code = await main(['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'output', '--out', 'scored.json', '--workers', '1'], h.io);
+  const code = await main(
+    ['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'output', '--out', 'scored.json', '--workers', '1'],
+    h.io,
+  );
   assert.equal(code, 0, h.text().stderr);
   // 3 of 5 right in every sample: pass@1 = 60.0, pass@5 = 100.0.
   assert.match(h.text().stdout, /pass@1: 60\.0 {2}pass@5: 100\.0/);
   const scored = JSON.parse(readFileSync(join(dir, 'scored.json'), 'utf8')) as Record<string, boolean[]>;
-  assert.deepEqual(Object.keys(scored), rows.map((r) => r.id));
+  assert.deepEqual(
+    Object.keys(scored),
+    rows.map((r) => r.id),
+  );
   for (const id of Object.keys(scored)) assert.deepEqual(scored[id], [true, false, false, true, true]);
 });
 

@@ -89,7 +89,12 @@ test('reward vectors: R, R_IO, R_white and gating match the Python reward module
       continue;
     }
     assert.equal(got.gated ?? null, c.expect.gated, c.name);
-    if (c.expect.verdicts) assert.deepEqual(got.breakdown.map((b) => b.verdict.correct), c.expect.verdicts, c.name);
+    if (c.expect.verdicts)
+      assert.deepEqual(
+        got.breakdown.map((b) => b.verdict.correct),
+        c.expect.verdicts,
+        c.name,
+      );
   }
 });
 
@@ -105,7 +110,11 @@ test('cruxeval vectors: official rules through the worker, pass@k in TypeScript'
   const v = load<{ samples: CruxCase[]; pass_at_k: { n: number; c: number; k: number; expect: number }[] }>('cruxeval.json');
   for (const s of v.samples) {
     const [row] = await judge.cruxevalScore([s], s.mode, s.timeout_s ? { timeoutS: s.timeout_s } : {});
-    assert.deepEqual(row!.map((x) => x.correct), s.expect, s.name);
+    assert.deepEqual(
+      row!.map((x) => x.correct),
+      s.expect,
+      s.name,
+    );
   }
   for (const p of v.pass_at_k) assert.ok(Math.abs(passAtK(p.n, p.c, p.k) - p.expect) < 1e-12, JSON.stringify(p));
 });
@@ -121,6 +130,12 @@ test('eval_expr op: typed and official evaluation, contained when hostile', asyn
     ],
     1,
   );
-  assert.deepEqual(got.map((v) => v.correct), [true, true, false, false, false]);
-  assert.deepEqual(got.slice(2).map((v) => v.reason), ['assert_failed', 'sandbox_refused', 'time_limit']);
+  assert.deepEqual(
+    got.map((v) => v.correct),
+    [true, true, false, false, false],
+  );
+  assert.deepEqual(
+    got.slice(2).map((v) => v.reason),
+    ['assert_failed', 'sandbox_refused', 'time_limit'],
+  );
 });

@@ -12,7 +12,17 @@ import { loadTemplates } from '../../src/engine/model/templates';
 import { TracerPool } from '../../src/engine/trace/runner';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
 
-const SOURCE = ['def f(xs):', '    total = 0', '    for x in xs:', '        if x % 2:', '            total += x', '        else:', '            total -= 1', '    return total', ''].join('\n');
+const SOURCE = [
+  'def f(xs):',
+  '    total = 0',
+  '    for x in xs:',
+  '        if x % 2:',
+  '            total += x',
+  '        else:',
+  '            total -= 1',
+  '    return total',
+  '',
+].join('\n');
 const ENTRY = 'f([1, 2, 3])';
 
 let dir: string;
@@ -32,7 +42,13 @@ after(async () => {
 async function run(args: string[], env: NodeJS.ProcessEnv = {}) {
   let stdout = '';
   let stderr = '';
-  const sink = (append: (s: string) => void) => new Writable({ write(chunk, _enc, done) { append(String(chunk)); done(); } });
+  const sink = (append: (s: string) => void) =>
+    new Writable({
+      write(chunk, _enc, done) {
+        append(String(chunk));
+        done();
+      },
+    });
   const code = await main(['ask', ...args], {
     stdout: sink((s) => (stdout += s)),
     stderr: sink((s) => (stderr += s)),
@@ -80,7 +96,11 @@ test('the API key comes from the environment and is never printed', async () => 
   server.setScript(() => ({ text: 'no idea' }));
   server.resetStats();
   const key = 'sk-ask-test-SECRET';
-  const { code, stdout, stderr } = await run([file, '--entry', ENTRY, '--no-cache'], { EXECVERIFY_BASE_URL: server.url, EXECVERIFY_MODEL: 'm', EXECVERIFY_API_KEY: key });
+  const { code, stdout, stderr } = await run([file, '--entry', ENTRY, '--no-cache'], {
+    EXECVERIFY_BASE_URL: server.url,
+    EXECVERIFY_MODEL: 'm',
+    EXECVERIFY_API_KEY: key,
+  });
   assert.equal(code, 0, stderr);
   assert.equal(server.requests[0]!.headers.authorization, `Bearer ${key}`);
   assert.ok(!stdout.includes(key) && !stderr.includes(key));

@@ -95,7 +95,10 @@ test('results are matched by custom_id whatever their order, and bad lines are r
   ].join('\n');
   const imported = parseBatchResults(text, { api: 'chat', expected: ['rec-1', 'rec-2', 'rec-3', 'rec-4', 'rec-5', 'rec-6'] });
   assert.deepEqual([...imported.results.keys()].sort(), ['rec-1', 'rec-2']);
-  assert.deepEqual(imported.results.get('rec-2')!.samples.map((s) => s.text), ['a', 'b', 'c', 'd']);
+  assert.deepEqual(
+    imported.results.get('rec-2')!.samples.map((s) => s.text),
+    ['a', 'b', 'c', 'd'],
+  );
   assert.equal(imported.results.get('rec-1')!.samples[0]!.text, 'only');
   assert.deepEqual(imported.results.get('rec-2')!.usage, { promptTokens: 10, completionTokens: 8 });
   const byLine = Object.fromEntries(imported.errors.map((e) => [e.line, e]));
@@ -115,22 +118,36 @@ test('structured answers in results are validated per custom_id', async () => {
   const file = path.join(dir, 'results.jsonl');
   await fs.writeFile(file, [ok('a', ['{"next_line": 4}']), ok('b', ['{"next_line": "four"}'])].join('\n') + '\n');
   const output = { name: 'next', schema };
-  const imported = await readBatchResults(file, { api: 'chat', outputs: new Map([['a', output], ['b', output]]) });
+  const imported = await readBatchResults(file, {
+    api: 'chat',
+    outputs: new Map([
+      ['a', output],
+      ['b', output],
+    ]),
+  });
   assert.deepEqual(imported.results.get('a')!.samples[0]!.parsed, { ok: true, value: { next_line: 4 } });
   assert.equal(imported.results.get('b')!.samples[0]!.parsed!.ok, false);
   await fs.rm(dir, { recursive: true, force: true });
 });
 
 test('imported batch results fill the cache, so the same online requests cost nothing', async () => {
-  const server = await startOpenAIServer({ script: (req) => ({ text: (req.body!.messages as { content: string }[])[0]!.content.replace('?', '!'), choices: Number(req.body!.n ?? 1) }) });
+  const server = await startOpenAIServer({
+    script: (req) => ({ text: (req.body!.messages as { content: string }[])[0]!.content.replace('?', '!'), choices: Number(req.body!.n ?? 1) }),
+  });
   const cache = new MemoryCache();
   const client = new ModelClient({ baseURL: server.url, model: 'm', temperature: 0 }, { cache });
   const batch: BatchItem[] = items.map((i) => ({ ...i, request: { ...i.request, templateVersion: 'execverify@1' } }));
   // What an offline runner (vLLM run_batch, the Batch API) does: send each body, write a result line.
   const results: string[] = [];
   for (const line of batchRequestLines(client.config, batch)) {
-    const res = await fetch(`${server.url}${line.url.replace(/^\/v1/, '')}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(line.body) });
-    results.push(JSON.stringify({ id: `r-${line.custom_id}`, custom_id: line.custom_id, response: { status_code: res.status, body: await res.json() }, error: null }));
+    const res = await fetch(`${server.url}${line.url.replace(/^\/v1/, '')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(line.body),
+    });
+    results.push(
+      JSON.stringify({ id: `r-${line.custom_id}`, custom_id: line.custom_id, response: { status_code: res.status, body: await res.json() }, error: null }),
+    );
   }
   const imported = parseBatchResults(results.reverse().join('\n'), { api: 'chat', expected: batch.map((b) => b.customId) });
   assert.equal(await client.storeBatchResults(batch, imported), 2);

@@ -53,7 +53,10 @@ test('a chat completion returns the text and the server-reported usage', async (
   server.resetStats();
   const c = client();
   const result = await c.complete({ prompt: ask });
-  assert.deepEqual(result.samples.map((s) => s.text), ['It returns 4']);
+  assert.deepEqual(
+    result.samples.map((s) => s.text),
+    ['It returns 4'],
+  );
   assert.equal(result.samples[0]!.finishReason, 'stop');
   assert.equal(server.requests[0]!.path, '/v1/chat/completions');
   assert.deepEqual(server.requests[0]!.body!.messages, [{ role: 'user', content: 'What does f(2) return?' }]);
@@ -90,7 +93,10 @@ test('k samples come from one request with n = k when the server honours n', asy
   server.resetStats();
   const c = client();
   const result = await c.complete({ prompt: ask, samples: 3 });
-  assert.deepEqual(result.samples.map((s) => s.text), ['a', 'b', 'c']);
+  assert.deepEqual(
+    result.samples.map((s) => s.text),
+    ['a', 'b', 'c'],
+  );
   assert.equal(server.stats.requests, 1);
   assert.equal(server.requests[0]!.body!.n, 3);
   c.close();
@@ -452,7 +458,10 @@ test('the API key is sent as a bearer token and redacted from error messages', a
   await collect(c.stream({ prompt: ask }));
   const streamed = server.requests.at(-1)!.headers;
   assert.equal(streamed.authorization, `Bearer ${key}`);
-  assert.deepEqual(Object.keys(streamed).filter((h) => h.startsWith('x-stainless')), []);
+  assert.deepEqual(
+    Object.keys(streamed).filter((h) => h.startsWith('x-stainless')),
+    [],
+  );
   c.close();
 });
 
@@ -501,7 +510,9 @@ test('accounting sums tokens and reports latency percentiles', async () => {
 });
 
 test('a server that refuses stream_options still streams (without usage), and that is remembered', async () => {
-  server.setScript((req) => (req.body!.stream_options ? { status: 400, json: { error: { message: "unknown field 'stream_options'" } } } : { text: 'plain stream' }));
+  server.setScript((req) =>
+    req.body!.stream_options ? { status: 400, json: { error: { message: "unknown field 'stream_options'" } } } : { text: 'plain stream' },
+  );
   server.resetStats();
   const c = client();
   const first = await collect(c.stream({ prompt: ask }));

@@ -17,7 +17,9 @@ const KEY = 'sk-echo-' + 'Zq8rT2vLw9pK4xN7mB3c';
 const ask = chatPrompt([{ role: 'user', content: 'What does f(2) return?' }]);
 
 /** The server copies the Authorization header it got into the answer. */
-const echo = (chunkChars: number): Script => (req) => ({ text: `f(2) returns 4 (you sent ${String(req.headers.authorization)}; again: ${String(req.headers.authorization).slice(7)})`, chunkChars });
+const echo =
+  (chunkChars: number): Script =>
+  (req) => ({ text: `f(2) returns 4 (you sent ${String(req.headers.authorization)}; again: ${String(req.headers.authorization).slice(7)})`, chunkChars });
 
 let server: OpenAIServer;
 let dir: string;

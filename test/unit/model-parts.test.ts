@@ -24,7 +24,10 @@ test('settings come from the environment, flags win, and nothing set means no en
 });
 
 test('invalid settings fail with one readable line', () => {
-  assert.throws(() => parseEndpointConfig({ baseURL: 'not a url', model: 'm' }), (err: unknown) => err instanceof ConfigError && /baseURL/.test(err.message));
+  assert.throws(
+    () => parseEndpointConfig({ baseURL: 'not a url', model: 'm' }),
+    (err: unknown) => err instanceof ConfigError && /baseURL/.test(err.message),
+  );
   assert.throws(() => parseEndpointConfig({ baseURL: 'http://x/v1', model: 'm', temperature: 5 }), /temperature/);
   assert.throws(() => parseEndpointConfig({ baseURL: 'http://x/v1', model: 'm', concurrency: 0 }), /concurrency/);
 });
@@ -81,10 +84,22 @@ test('Retry-After is read as seconds, as an HTTP date, or as retry-after-ms', ()
 });
 
 test('backoff doubles per retry, is capped, and is jittered below the ceiling', () => {
-  assert.equal(backoffDelay(0, 100, 1000, () => 0.999), 99);
-  assert.equal(backoffDelay(3, 100, 1000, () => 0.999), 799);
-  assert.equal(backoffDelay(10, 100, 1000, () => 0.999), 999);
-  assert.equal(backoffDelay(3, 100, 1000, () => 0), 0);
+  assert.equal(
+    backoffDelay(0, 100, 1000, () => 0.999),
+    99,
+  );
+  assert.equal(
+    backoffDelay(3, 100, 1000, () => 0.999),
+    799,
+  );
+  assert.equal(
+    backoffDelay(10, 100, 1000, () => 0.999),
+    999,
+  );
+  assert.equal(
+    backoffDelay(3, 100, 1000, () => 0),
+    0,
+  );
 });
 
 test('the limiter hands slots out in order and never above the limit', async () => {

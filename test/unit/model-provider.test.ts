@@ -123,8 +123,18 @@ const PWNED = `/tmp/execverify-pwned-${process.pid}`;
 const badOutputs: { name: string; reply: { text: string; finishReason?: string }; expectCountOk: boolean; allWrong: boolean }[] = [
   { name: 'garbage', reply: { text: '\u0000\u0007 ��� }{][ <answ </answer> lorem' }, expectCountOk: false, allWrong: true },
   { name: 'too few answers', reply: { text: '<answer>\n3\nfor x in xs:\nfor x in xs:\n</answer>' }, expectCountOk: false, allWrong: false },
-  { name: 'too many answers', reply: { text: `<answer>\n3\nfor x in xs:\nfor x in xs:\n0; int\n2; int\n${Array.from({ length: 12 }, () => '2; int').join('\n')}\n</answer>` }, expectCountOk: false, allWrong: false },
-  { name: 'endless text cut at max_tokens', reply: { text: `<answer>\n3\nfor x in xs:\n${'and then the loop runs again\n'.repeat(20_000)}`, finishReason: 'length' }, expectCountOk: false, allWrong: false },
+  {
+    name: 'too many answers',
+    reply: { text: `<answer>\n3\nfor x in xs:\nfor x in xs:\n0; int\n2; int\n${Array.from({ length: 12 }, () => '2; int').join('\n')}\n</answer>` },
+    expectCountOk: false,
+    allWrong: false,
+  },
+  {
+    name: 'endless text cut at max_tokens',
+    reply: { text: `<answer>\n3\nfor x in xs:\n${'and then the loop runs again\n'.repeat(20_000)}`, finishReason: 'length' },
+    expectCountOk: false,
+    allWrong: false,
+  },
   {
     name: 'text posing as instructions',
     reply: {
@@ -151,7 +161,10 @@ for (const bad of badOutputs) {
     assert.ok(!existsSync(PWNED), 'nothing in an answer is obeyed');
     if (bad.allWrong) {
       assert.equal(reward.reward, 0);
-      assert.ok(reward.breakdown.every((b) => b.verdict.correct === false), JSON.stringify(reward.breakdown.map((b) => b.verdict)));
+      assert.ok(
+        reward.breakdown.every((b) => b.verdict.correct === false),
+        JSON.stringify(reward.breakdown.map((b) => b.verdict)),
+      );
     }
     model.close();
   });

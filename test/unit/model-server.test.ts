@@ -15,9 +15,19 @@ test('non-streaming chat answers have the OpenAI shape, with n choices and usage
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'test-model', n: 2, messages: [{ role: 'user', content: 'a b c' }] }),
   });
-  const body = (await res.json()) as { object: string; choices: { index: number; message: { content: string } }[]; usage: { prompt_tokens: number; total_tokens: number } };
+  const body = (await res.json()) as {
+    object: string;
+    choices: { index: number; message: { content: string } }[];
+    usage: { prompt_tokens: number; total_tokens: number };
+  };
   assert.equal(body.object, 'chat.completion');
-  assert.deepEqual(body.choices.map((c) => [c.index, c.message.content]), [[0, 'one'], [1, 'two']]);
+  assert.deepEqual(
+    body.choices.map((c) => [c.index, c.message.content]),
+    [
+      [0, 'one'],
+      [1, 'two'],
+    ],
+  );
   assert.equal(body.usage.prompt_tokens, 3);
   assert.equal(body.usage.total_tokens, 5);
   await server.close();
@@ -44,7 +54,10 @@ test('unknown routes are 404 and /v1/models lists the models', async () => {
   const server = await startOpenAIServer({ models: ['a', 'b'] });
   assert.equal((await fetch(`${server.url}/embeddings`, { method: 'POST', body: '{}' })).status, 404);
   const models = (await (await fetch(`${server.url}/models`)).json()) as { data: { id: string }[] };
-  assert.deepEqual(models.data.map((m) => m.id), ['a', 'b']);
+  assert.deepEqual(
+    models.data.map((m) => m.id),
+    ['a', 'b'],
+  );
   await server.close();
 });
 
@@ -52,7 +65,9 @@ test('standalone mode serves a JSON script of replies in order', async () => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'execverify-server-'));
   const script = path.join(dir, 'script.json');
   await fs.writeFile(script, JSON.stringify([{ status: 503 }, { text: 'from the file' }]));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve(__dirname, '../support/openai-server.ts'), '--script', script, '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve(__dirname, '../support/openai-server.ts'), '--script', script, '--quiet'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
@@ -61,7 +76,12 @@ test('standalone mode serves a JSON script of replies in order', async () => {
         if (m) resolve(m[1]!);
       });
     });
-    const ask = () => fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'q' }] }) });
+    const ask = () =>
+      fetch(`${url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'q' }] }),
+      });
     assert.equal((await ask()).status, 503);
     const ok = (await (await ask()).json()) as { choices: { message: { content: string } }[] };
     assert.equal(ok.choices[0]!.message.content, 'from the file');

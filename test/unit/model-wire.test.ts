@@ -10,7 +10,11 @@ import { ChatResponseSchema, fastResponseCheck, parseCompletionResponse, TextRes
 function viaZod(response: unknown, chat: boolean, defaultModel: string) {
   const parsed = (chat ? ChatResponseSchema : TextResponseSchema).safeParse(response);
   if (!parsed.success) return undefined;
-  const data = parsed.data as { model?: string | null; choices: { index?: number | null; finish_reason?: string | null; message?: { content?: string | null }; text?: string | null }[]; usage?: { prompt_tokens?: number | null; completion_tokens?: number | null } | null };
+  const data = parsed.data as {
+    model?: string | null;
+    choices: { index?: number | null; finish_reason?: string | null; message?: { content?: string | null }; text?: string | null }[];
+    usage?: { prompt_tokens?: number | null; completion_tokens?: number | null } | null;
+  };
   const choices = data.choices.slice().sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
   return {
     samples: choices.map((c) => ({ text: (chat ? c.message?.content : c.text) ?? '', finishReason: c.finish_reason ?? null })),
@@ -26,7 +30,11 @@ function agree(response: unknown, chat: boolean): { fast: boolean; zod: boolean 
   if (fast) assert.ok(expected, `fast check accepted what zod rejects: ${JSON.stringify(response)}`);
   if (typeof response === 'object' && response !== null) {
     if (expected) assert.deepEqual(parseCompletionResponse(response, chat ? 'chat' : 'completions', 'default-model'), expected);
-    else assert.throws(() => parseCompletionResponse(response, chat ? 'chat' : 'completions', 'default-model'), (e: unknown) => e instanceof ModelError && e.code === 'bad_response');
+    else
+      assert.throws(
+        () => parseCompletionResponse(response, chat ? 'chat' : 'completions', 'default-model'),
+        (e: unknown) => e instanceof ModelError && e.code === 'bad_response',
+      );
   }
   return { fast, zod: expected !== undefined };
 }
@@ -48,7 +56,10 @@ test('the fast check takes ordinary responses and parses them as zod does', () =
   assert.deepEqual(agree({ choices: [] }, true), { fast: true, zod: true });
   assert.deepEqual(agree({ choices: [{ message: {} }] }, true), { fast: true, zod: true });
   const r = parseCompletionResponse(chatOk, 'chat', 'd');
-  assert.deepEqual(r.samples.map((s) => s.text), ['first', 'second']);
+  assert.deepEqual(
+    r.samples.map((s) => s.text),
+    ['first', 'second'],
+  );
   assert.equal(r.promptTokens, 12);
 });
 
@@ -91,7 +102,7 @@ test('whatever the fast check refuses, zod decides (and writes the error)', () =
 
 test('generated responses: the fast check never accepts what zod rejects, and parsing agrees', () => {
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const scalars: unknown[] = [undefined, null, 0, 1, -1, 2.5, -0, 1e21, '', 'a', true, false, [], {}, NaN, Infinity];
   const field = (good: unknown[]) => (rnd() < 0.7 ? pick(good) : pick(scalars));

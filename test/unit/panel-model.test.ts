@@ -14,12 +14,30 @@ function data(overrides: Partial<PanelData> = {}): PanelData {
     rows: [
       { step: 0, event: 'call', fn: 'f', depth: 0, line: 1, text: 'def f(n):', changes: ['n = 3'], nextLine: null },
       {
-        step: 1, event: 'line', fn: 'f', depth: 0, line: 2, text: 'x = n * 2', changes: [], nextLine: 3,
+        step: 1,
+        event: 'line',
+        fn: 'f',
+        depth: 0,
+        line: 2,
+        text: 'x = n * 2',
+        changes: [],
+        nextLine: 3,
         prediction: { nextLine: 3, values: { x: { value: '6', type: 'int' } }, answerer: 'tiny-model', latencyMs: 41.6 },
-        verdict: { ok: true, questions: [{ kind: 'next_line', line: 2, label: 'next line after 2', predicted: '3', actual: '3', ok: true }], actualValues: { x: { value: '6', type: 'int' } } },
+        verdict: {
+          ok: true,
+          questions: [{ kind: 'next_line', line: 2, label: 'next line after 2', predicted: '3', actual: '3', ok: true }],
+          actualValues: { x: { value: '6', type: 'int' } },
+        },
       },
       {
-        step: 2, event: 'line', fn: 'f', depth: 0, line: 3, text: 'return x', changes: ['x = 6'], nextLine: -1,
+        step: 2,
+        event: 'line',
+        fn: 'f',
+        depth: 0,
+        line: 3,
+        text: 'return x',
+        changes: ['x = 6'],
+        nextLine: -1,
         prediction: { nextLine: 4, values: { x: { value: '7', type: 'int' } }, answerer: 'tiny-model', latencyMs: 12 },
         verdict: {
           ok: false,
@@ -76,7 +94,10 @@ test('mismatched rows are marked and name what was wrong', () => {
 test('the summary shows the rewards, the model, latency, tokens and each question verdict', () => {
   const d = data({
     verification: {
-      id: 'ver-1', runId: 'run-1', uri: 'file:///w/m.py', template: 'execverify',
+      id: 'ver-1',
+      runId: 'run-1',
+      uri: 'file:///w/m.py',
+      template: 'execverify',
       questions: [
         { kind: 'output', line: 0, label: 'output', predicted: '6', actual: '6', ok: true },
         { kind: 'state', line: 2, label: 'x after 2', predicted: '5', actual: '6', ok: false },
@@ -98,9 +119,15 @@ test('the summary shows the rewards, the model, latency, tokens and each questio
 test('a baseline verification is labelled as the baseline, never as a model', () => {
   const d = data({
     verification: {
-      id: 'ver-2', runId: 'run-1', uri: 'u', template: 'execverify', questions: [],
+      id: 'ver-2',
+      runId: 'run-1',
+      uri: 'u',
+      template: 'execverify',
+      questions: [],
       rewards: { rIO: 0, rWhite: 0, r: 0, alpha: 0.5, gated: true },
-      answerer: { kind: 'baseline', name: 'baseline' }, usage: { latencyMs: 0 }, problems: [],
+      answerer: { kind: 'baseline', name: 'baseline' },
+      usage: { latencyMs: 0 },
+      problems: [],
     },
   });
   assert.match(M.renderSummary(d), /baseline \(no model\)/);
@@ -144,7 +171,16 @@ test('a data message selects the first row of a new run and keeps the selection 
 
 test('malformed messages leave the state unchanged', () => {
   const s = M.applyMessage(M.initialState(), { type: 'data', data: data() });
-  for (const bad of [null, 'x', 42, { type: 'data' }, { type: 'data', data: { rows: 'no' } }, { type: 'selectStep', step: 'two' }, { type: 'selectStep', step: 99 }, { type: 'unknown' }]) {
+  for (const bad of [
+    null,
+    'x',
+    42,
+    { type: 'data' },
+    { type: 'data', data: { rows: 'no' } },
+    { type: 'selectStep', step: 'two' },
+    { type: 'selectStep', step: 99 },
+    { type: 'unknown' },
+  ]) {
     assert.equal(M.applyMessage(s, bad), s);
   }
 });

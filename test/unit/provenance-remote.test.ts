@@ -16,7 +16,10 @@ const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-remote-'));
 
 function repoWithOrigin(origin: string): string {
   const repo = tmp();
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, env: gitEnv(process.env), stdio: 'pipe' }).toString().trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { cwd: repo, env: gitEnv(process.env), stdio: 'pipe' })
+      .toString()
+      .trim();
   git('init', '-q');
   git('remote', 'add', 'origin', origin);
   assert.equal(git('remote', 'get-url', 'origin'), origin, 'git keeps the URL as given');
@@ -47,7 +50,10 @@ test('remote URLs of every shape keep what identifies the repository and lose wh
 test('a harvest of a repository whose remote carries a token stores provenance without it', async () => {
   const repo = repoWithOrigin('https://x:secret@example.invalid/r.git?token=abc');
   fs.writeFileSync(path.join(repo, 'calc.py'), 'def add(a, b):\n    return a + b\n');
-  fs.writeFileSync(path.join(repo, 'test_calc.py'), 'import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n');
+  fs.writeFileSync(
+    path.join(repo, 'test_calc.py'),
+    'import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n',
+  );
   const out = tmp();
   let stderr = '';
   const sink = (append: (s: string) => void) => new Writable({ write: (chunk, _enc, cb) => (append(String(chunk)), cb()) });

@@ -146,7 +146,10 @@ test('set iteration under hash seeds: truths that move are found, and confirmed 
   const [t0, t1, t2] = await Promise.all([traceOf(SET_LOOP, call, 0), traceOf(SET_LOOP, call, 1), traceOf(SET_LOOP, call, 2)]);
   const plain = generateQuestions(t0, ALL);
   const moved = [...movedQuestions(plain, t1), ...movedQuestions(plain, t2)];
-  assert.ok(moved.some((q) => q.kind === 'state' && (q.var === 'w' || q.var === 'out')), 'the order of w (and out) depends on the seed');
+  assert.ok(
+    moved.some((q) => q.kind === 'state' && (q.var === 'w' || q.var === 'out')),
+    'the order of w (and out) depends on the seed',
+  );
   assert.ok(!moved.some((q) => q.kind === 'output'), 'sorted(out) does not');
   const confirmed = generateQuestions(t0, { ...ALL, confirm: confirmIn([t1, t2]) });
   assert.ok(confirmed.some((q) => q.kind === 'output'));
@@ -196,7 +199,9 @@ test('question generation is linear in the trace: a 30,000-step run, its truths 
   const qs = generateQuestions(trace, { maxNextLine: 5, maxState: 5, maxStateAny: 2, maxCoverage: 2 });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   console.log(`# generateQuestions on ${trace.steps.length} steps: ${ms.toFixed(0)} ms`);
-  const expected = Array.from({ length: n }, (_, i) => i).filter((i) => i % 3 === 0).reduce((a, b) => a + b, 0);
+  const expected = Array.from({ length: n }, (_, i) => i)
+    .filter((i) => i % 3 === 0)
+    .reduce((a, b) => a + b, 0);
   const out = qs.find((q) => q.kind === 'output');
   assert.ok(out && out.kind === 'output' && 'value' in out.truth && out.truth.value.repr === String(expected));
   assert.equal(qs.filter((q) => q.kind === 'next_line').length, 5);

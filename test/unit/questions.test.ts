@@ -56,14 +56,23 @@ test('output first, then at most 5 next-line and 5 state questions, all valid ag
   assert.equal(qs.filter((q) => q.kind === 'next_line').length, 5, 'a loop of six has enough to ask');
   assert.ok(QuestionSetSchema.safeParse(qs).success);
   const kinds = qs.map((q) => q.kind);
-  assert.deepEqual(kinds, [...kinds].sort((a, b) => ['output', 'next_line', 'state'].indexOf(a) - ['output', 'next_line', 'state'].indexOf(b)));
+  assert.deepEqual(
+    kinds,
+    [...kinds].sort((a, b) => ['output', 'next_line', 'state'].indexOf(a) - ['output', 'next_line', 'state'].indexOf(b)),
+  );
 });
 
 test('the same seed gives the same questions; another seed may choose others', async () => {
   const t = await traceOf(LOOP, 'f([1, 2, 3, 4, 5, 6])');
   const a = generateQuestions(t, { seed: 7 });
   assert.deepEqual(generateQuestions(t, { seed: 7 }), a);
-  const ids = new Set([0, 1, 2, 3, 4, 5].map((seed) => generateQuestions(t, { seed }).map((q) => q.id).join(',')));
+  const ids = new Set(
+    [0, 1, 2, 3, 4, 5].map((seed) =>
+      generateQuestions(t, { seed })
+        .map((q) => q.id)
+        .join(','),
+    ),
+  );
   assert.ok(ids.size > 1, 'selection depends on the seed');
 });
 
@@ -100,7 +109,9 @@ test('a few state questions are about variables the line does not change', async
   for (const seed of [0, 1, 2]) {
     for (const q of generateQuestions(t, { seed })) {
       if (q.kind !== 'state' || 'nil' in q.truth) continue;
-      const run = d.steps.findIndex((s, i) => s.event === 'line' && s.line === q.line && d.steps.slice(0, i + 1).filter((x) => x.event === 'line' && x.line === q.line).length === q.k);
+      const run = d.steps.findIndex(
+        (s, i) => s.event === 'line' && s.line === q.line && d.steps.slice(0, i + 1).filter((x) => x.event === 'line' && x.line === q.line).length === q.k,
+      );
       const before = d.locals(run)[q.var];
       if (before && before.repr === q.truth.repr) unchangedSeen = true;
     }
@@ -129,7 +140,10 @@ test('text-matched next-line questions never target a line whose text repeats in
   assert.ok(texts.length > 0);
   assert.ok(!texts.includes('i += 1'), 'ambiguous text asked');
   const numbered = generateQuestions(t, { maxNextLine: 50, textMatchedNextLine: false }).filter((q) => q.kind === 'next_line');
-  assert.ok(numbered.some((q) => q.kind === 'next_line' && q.truth.text === 'i += 1'), 'with line-number answers nothing is skipped');
+  assert.ok(
+    numbered.some((q) => q.kind === 'next_line' && q.truth.text === 'i += 1'),
+    'with line-number answers nothing is skipped',
+  );
 });
 
 test('no question about a truncated value', async () => {
@@ -167,7 +181,11 @@ test('coverage and state_any questions on request, with both YES and NO when bot
   assert.ok(cov.some((q) => q.kind === 'coverage' && !q.truth.covered && q.line === 7));
   const any = qs.find((q) => q.kind === 'state_any' && q.var === 'total' && q.line === 5);
   assert.ok(any && any.kind === 'state_any');
-  if (any && any.kind === 'state_any') assert.deepEqual(any.truth.values.map((v) => v.repr), ['2', '6']);
+  if (any && any.kind === 'state_any')
+    assert.deepEqual(
+      any.truth.values.map((v) => v.repr),
+      ['2', '6'],
+    );
 });
 
 test('next-step questions: the next line, every variable the line changes, and a few it does not', async () => {
@@ -201,7 +219,11 @@ test('trace → questions → ground truth → the perfect answer earns R = 2, a
 test('real CRUXEval programs: generated questions are answered perfectly by their own truth', async () => {
   const path = join(__dirname, '..', '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
   assert.ok(existsSync(path), `CRUXEval data missing at ${path} (expected ../shared/benchmarks from the repo root)`);
-  const rows = readFileSync(path, 'utf8').trim().split('\n').slice(0, 25).map((l) => JSON.parse(l) as { code: string; input: string; id: string });
+  const rows = readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .slice(0, 25)
+    .map((l) => JSON.parse(l) as { code: string; input: string; id: string });
   const items: { groundTruth: ReturnType<typeof toGroundTruth>; response: string }[] = [];
   for (const r of rows) {
     const t = await pool.trace({ source: r.code + '\n', path: `${r.id}.py`, entry: { kind: 'call', expr: `f(${r.input})` } });

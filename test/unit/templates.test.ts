@@ -16,7 +16,17 @@ const CODE = 'def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n 
 const QS: Question[] = [
   { kind: 'output', id: 'output', call: 'f([1, 2])', truth: { value: { repr: '3', type: 'int', literal: true } } },
   { kind: 'next_line', id: 'next_line:3:1', fn: 'f', frame: 0, line: 3, lineText: 'for x in xs:', k: 1, truth: { line: 4, text: 'total += x' } },
-  { kind: 'state', id: 'state:4:2:total', fn: 'f', frame: 0, line: 4, lineText: 'total += x', k: 2, var: 'total', truth: { repr: '3', type: 'int', literal: true } },
+  {
+    kind: 'state',
+    id: 'state:4:2:total',
+    fn: 'f',
+    frame: 0,
+    line: 4,
+    lineText: 'total += x',
+    k: 2,
+    var: 'total',
+    truth: { repr: '3', type: 'int', literal: true },
+  },
 ];
 const byName = (name: string): Template => BUILTIN_TEMPLATES.find((t) => t.name === name)!;
 
@@ -28,7 +38,14 @@ test('every built-in template file is versioned and valid', () => {
     const t = TemplateSchema.parse(JSON.parse(readFileSync(join(dir, f), 'utf8')));
     assert.ok(t.version >= 1, f);
   }
-  assert.deepEqual(BUILTIN_TEMPLATES.map((t) => t.name).sort(), ['cruxeval-input', 'cruxeval-output', 'execverify', 'execverify-authors', 'next-step', 'reval']);
+  assert.deepEqual(BUILTIN_TEMPLATES.map((t) => t.name).sort(), [
+    'cruxeval-input',
+    'cruxeval-output',
+    'execverify',
+    'execverify-authors',
+    'next-step',
+    'reval',
+  ]);
 });
 
 test('ExecVerify mixed prompt: Question1 is the assertion, then numbered questions, code before questions', () => {
@@ -40,7 +57,10 @@ test('ExecVerify mixed prompt: Question1 is the assertion, then numbered questio
   assert.match(text, /Question3: .*`total` right after line 4 `total \+= x` has run for the 2nd time/);
   assert.ok(text.indexOf('total = 0') < text.indexOf('Question1: Fill'));
   assert.equal(prompts[0]!.template, 'execverify@1');
-  assert.deepEqual(prompts[0]!.questions.map((q) => q.id), QS.map((q) => q.id));
+  assert.deepEqual(
+    prompts[0]!.questions.map((q) => q.id),
+    QS.map((q) => q.id),
+  );
 });
 
 test('prompts about the same code share everything before the questions', () => {
@@ -60,7 +80,13 @@ test('CRUXEval prompts have the official shape and stop at [/ANSWER]', () => {
   assert.equal(out.prompt.kind, 'text');
   assert.ok(asText(out.prompt).endsWith(`[PYTHON]\n${CODE.trimEnd()}\nassert f([1, 2]) == ??\n[/PYTHON]\n[ANSWER]\n`));
   assert.deepEqual(out.stop, ['[/ANSWER]']);
-  const input: Question = { kind: 'input', id: 'input', call: 'f([1, 2])', outputRepr: '3', truth: { code: CODE, fn: 'f', output: { repr: '3', type: 'int', literal: true } } };
+  const input: Question = {
+    kind: 'input',
+    id: 'input',
+    call: 'f([1, 2])',
+    outputRepr: '3',
+    truth: { code: CODE, fn: 'f', output: { repr: '3', type: 'int', literal: true } },
+  };
   const inp = renderPrompts(byName('cruxeval-input'), [input], { code: CODE }).prompts[0]!;
   assert.ok(asText(inp.prompt).endsWith('assert f(??) == 3\n[/PYTHON]\n[ANSWER]\n'));
   // A completion in the official shape parses back to the answer.
@@ -78,10 +104,16 @@ test("the ExecVerify authors' layout: a system turn, a numbered listing ending w
   const user = messages[1]!.content;
   // The program to simulate is the last listing: its lines numbered, the assertion its last line.
   const listing = user.slice(user.lastIndexOf('```python'));
-  assert.match(listing, /1 {2}def f\(xs\):\n2 {6}total = 0\n3 {6}for x in xs:\n4 {10}total \+= x\n5 {6}return total\n6 {2}assert f\(\[1, 2\]\) == \?\?\?\?\n```/);
+  assert.match(
+    listing,
+    /1 {2}def f\(xs\):\n2 {6}total = 0\n3 {6}for x in xs:\n4 {10}total \+= x\n5 {6}return total\n6 {2}assert f\(\[1, 2\]\) == \?\?\?\?\n```/,
+  );
   // One worked example before it, with its reasoning block and its answers.
   assert.ok(user.indexOf('<reasoning>') < user.indexOf('<answer>') && user.indexOf('</answer>') < user.lastIndexOf('```python'));
-  assert.match(user, /Question1: Fill the assertion statement\.\nQuestion2: Which line is executed next after line 3 `for x in xs:` is executed for the 1 time\?\nQuestion3: What are the value and type of `total` after line 4 `total \+= x` is executed for the 2 time\?$/);
+  assert.match(
+    user,
+    /Question1: Fill the assertion statement\.\nQuestion2: Which line is executed next after line 3 `for x in xs:` is executed for the 1 time\?\nQuestion3: What are the value and type of `total` after line 4 `total \+= x` is executed for the 2 time\?$/,
+  );
   assert.equal(prompts[0]!.format, 'execverify');
   // A response in that layout is read by the same parser: the worked example's answer block is not the response's.
   const response = '<reasoning>\ntotal goes 0, 1, 3.\n</reasoning>\n<answer>\nassert f([1, 2]) == 3\ntotal += x\n3; int\n</answer>';
@@ -94,7 +126,10 @@ test('the next-step prompt numbers the code, states the stop and asks for JSON',
     call: 'f([1, 2])',
     stop: { line: 4, lineText: 'total += x', k: 2, locals: 'xs = [1, 2], total = 1, x = 2' },
   });
-  assert.deepEqual(skipped.map((q) => q.kind), ['output']);
+  assert.deepEqual(
+    skipped.map((q) => q.kind),
+    ['output'],
+  );
   const p = prompts[0]!;
   assert.equal(p.structured, true);
   assert.equal(p.format, 'next_step_json');
@@ -143,5 +178,17 @@ test('a bad user template is an error value naming the file and the rule', async
 });
 
 test('ordinals', () => {
-  assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal), ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '101st', '111th']);
+  assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal), [
+    '1st',
+    '2nd',
+    '3rd',
+    '4th',
+    '11th',
+    '12th',
+    '13th',
+    '21st',
+    '22nd',
+    '101st',
+    '111th',
+  ]);
 });

@@ -105,7 +105,10 @@ test('the stack at a step lists the callers outermost first', () => {
   const trace = synthetic(30, 3);
   const d = decodeTrace(trace);
   const st = d.stack(2);
-  assert.deepEqual(st.map((r) => r.frame), [0, 1, 2]);
+  assert.deepEqual(
+    st.map((r) => r.frame),
+    [0, 1, 2],
+  );
   assert.equal(st[2]!.step, 2);
   assert.equal(d.activation(2)!.parent, d.activation(1)!.index);
   assert.throws(() => d.locals(30), RangeError);
@@ -123,5 +126,8 @@ test('frames know their steps and their occurrence per function', async () => {
   assert.equal(g2.parent, d.frameOfCall('f')!.id);
   assert.equal(d.frameOfCall('g', 3), undefined);
   const inG = g2.steps[1]!;
-  assert.deepEqual(d.stack(inG).map((r) => r.fn), ['f', 'g']);
+  assert.deepEqual(
+    d.stack(inG).map((r) => r.fn),
+    ['f', 'g'],
+  );
 });

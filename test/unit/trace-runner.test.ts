@@ -39,7 +39,19 @@ test('traces a call entry into a schema-valid trace', async () => {
   assert.deepEqual(trace.outcome, { kind: 'returned', value: { repr: '6', type: 'int', literal: true } });
   assert.deepEqual(
     trace.steps.map((s) => [s.event, s.line]),
-    [['call', 1], ['line', 2], ['line', 3], ['line', 4], ['line', 3], ['line', 4], ['line', 3], ['line', 4], ['line', 3], ['line', 5], ['return', 5]],
+    [
+      ['call', 1],
+      ['line', 2],
+      ['line', 3],
+      ['line', 4],
+      ['line', 3],
+      ['line', 4],
+      ['line', 3],
+      ['line', 4],
+      ['line', 3],
+      ['line', 5],
+      ['return', 5],
+    ],
   );
   assert.equal(trace.files[0]!.path, SUM);
 });
@@ -62,7 +74,10 @@ test('a module:function entry imports the module from cwd', async () => {
   const trace = await pool.trace({ cwd: pkg, entry: { kind: 'function', target: 'mathy:double', args: '21' } });
   assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, '42');
   assert.ok(trace.files[0]!.path.endsWith('mathy.py'));
-  assert.deepEqual(trace.steps.filter((s) => s.event === 'line').map((s) => s.line), [2, 3]);
+  assert.deepEqual(
+    trace.steps.filter((s) => s.event === 'line').map((s) => s.line),
+    [2, 3],
+  );
 });
 
 test('syntax errors, missing files and bad entries are typed errors with a next step', async () => {
@@ -111,9 +126,7 @@ test('an already aborted signal never starts the job', async () => {
 });
 
 test('jobs queue beyond the pool size and all complete correctly', async () => {
-  const results = await Promise.all(
-    Array.from({ length: 7 }, (_, i) => pool.trace({ path: SUM, entry: { kind: 'call', expr: `f(range(${i}))` } })),
-  );
+  const results = await Promise.all(Array.from({ length: 7 }, (_, i) => pool.trace({ path: SUM, entry: { kind: 'call', expr: `f(range(${i}))` } })));
   assert.deepEqual(
     results.map((t) => (t.outcome.kind === 'returned' ? t.outcome.value.repr : '?')),
     [0, 1, 2, 3, 4, 5, 6].map((i) => String((i * (i - 1)) / 2)),
@@ -183,7 +196,10 @@ test('pythonTracerDir is found from src/, dist/ and an installed layout', () => 
   const here = pythonTracerDir(__dirname);
   assert.ok(here.endsWith('python-tracer'));
   const fake = new Set(['/ext/python-tracer/execverify/worker.py']);
-  assert.equal(pythonTracerDir('/ext/dist', (p) => fake.has(p)), '/ext/python-tracer');
+  assert.equal(
+    pythonTracerDir('/ext/dist', (p) => fake.has(p)),
+    '/ext/python-tracer',
+  );
   assert.throws(() => pythonTracerDir('/elsewhere/dist', () => false), /python-tracer\/ not found/);
 });
 
@@ -298,7 +314,11 @@ test('cancelling jobs kills each worker (and its job), and the pool goes on', as
   try {
     sums(await own.traceMany(sumJobs(4), undefined, 1)); // both workers started
     const pids = spawned.map((c) => c.pid!);
-    const hang = { source: 'def f():\n    while True:\n        pass\n', entry: { kind: 'call' as const, expr: 'f()' }, limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000 } };
+    const hang = {
+      source: 'def f():\n    while True:\n        pass\n',
+      entry: { kind: 'call' as const, expr: 'f()' },
+      limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000 },
+    };
     const ctls = [new AbortController(), new AbortController()];
     const runs = ctls.map((c) => rejects(own.trace(hang, c.signal), 'cancelled'));
     await new Promise((r) => setTimeout(r, 300));

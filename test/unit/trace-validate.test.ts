@@ -43,7 +43,7 @@ const MUTATIONS: Array<[string, (t: any) => void]> = [
   ['fractional line', (t) => (t.steps[1].line = 1.5)],
   ['fn missing', (t) => delete t.steps[1].fn],
   ['parent not a number', (t) => (t.steps[0].parent = 'x')],
-  ['value repr not a string', (t) => (Object.values(t.steps[0].set ?? { a: t.steps.at(-1).value })[0] as any).repr = 1],
+  ['value repr not a string', (t) => ((Object.values(t.steps[0].set ?? { a: t.steps.at(-1).value })[0] as any).repr = 1)],
   ['nested item bad', (t) => (t.outcome.value.attrs.v.entries[0][1].literal = 'yes')],
   ['entries not pairs', (t) => (t.outcome.value.attrs.v.entries[0] = [t.outcome.value])],
   ['del not strings', (t) => (t.steps.find((s: any) => s.del).del = [1])],

@@ -81,7 +81,9 @@ function printReward(io: CliIO, questions: readonly Question[], reward: Reward):
     const b = reward.breakdown[i];
     const answer = b?.answer ?? '(none)';
     const verdict = b ? `${b.verdict.correct ? 'right' : 'WRONG'} (${b.verdict.reason})` : '(not judged)';
-    io.stdout.write(`    ${cell(String(i + 1), 3)} ${cell(q.kind, 10)} ${cell(describe(q), 46)} ${cell(answer, 22)} ${cell(referenceLine(q), 22)} ${verdict}\n`);
+    io.stdout.write(
+      `    ${cell(String(i + 1), 3)} ${cell(q.kind, 10)} ${cell(describe(q), 46)} ${cell(answer, 22)} ${cell(referenceLine(q), 22)} ${verdict}\n`,
+    );
   });
 }
 
@@ -116,7 +118,8 @@ export const askCommand: Command = {
     const file = path.resolve(io.cwd, positionals[0]!);
     if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`no such file: ${positionals[0]}`);
     const samples = positiveInt(values, 'samples', 1)!;
-    if (values.api !== undefined && values.api !== 'chat' && values.api !== 'completions') throw new UsageError(`--api must be chat or completions, not '${String(values.api)}'`);
+    if (values.api !== undefined && values.api !== 'chat' && values.api !== 'completions')
+      throw new UsageError(`--api must be chat or completions, not '${String(values.api)}'`);
 
     const loaded = await loadTemplates(undefined);
     if (!loaded.ok) throw new Error(loaded.error);
@@ -124,7 +127,9 @@ export const askCommand: Command = {
     const template = loaded.templates.get(templateName);
     const askable = [...loaded.templates.values()].filter((t) => t.format !== 'next_step_json').map((t) => t.name);
     if (!template || template.format === 'next_step_json') {
-      throw new UsageError(`unknown template '${templateName}' (choose one of: ${askable.join(', ')}; next-step prompts need a stopped debugger, use the editor)`);
+      throw new UsageError(
+        `unknown template '${templateName}' (choose one of: ${askable.join(', ')}; next-step prompts need a stopped debugger, use the editor)`,
+      );
     }
 
     // The endpoint: flags, then environment variables; none → the baseline.
@@ -144,7 +149,9 @@ export const askCommand: Command = {
     try {
       const endpoint = endpointFromEnv(io.env, overrides);
       if (endpoint) {
-        const cache = values['no-cache'] ? undefined : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
+        const cache = values['no-cache']
+          ? undefined
+          : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
         provider = new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
       } else {
         io.stderr.write(`${CONNECT_HINT}\n\n`);
@@ -165,7 +172,9 @@ export const askCommand: Command = {
       const label = provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`;
       io.stdout.write(`provider: ${label}\n`);
       io.stdout.write(`program:  ${positionals[0]}  entry: ${values.entry}  outcome: ${trace.outcome.kind}\n`);
-      io.stdout.write(`template: ${template.name}@${template.version}  questions: ${prompts.reduce((n, p) => n + p.questions.length, 0)}  prompts: ${prompts.length}  samples: ${samples}\n`);
+      io.stdout.write(
+        `template: ${template.name}@${template.version}  questions: ${prompts.reduce((n, p) => n + p.questions.length, 0)}  prompts: ${prompts.length}  samples: ${samples}\n`,
+      );
       if (prompts.length === 0) {
         io.stdout.write('nothing to ask: the run gave no questions this template can ask (did the call run any traced lines?)\n');
         return 0;
@@ -193,7 +202,9 @@ export const askCommand: Command = {
         }
         const perSample: number[] = [];
         for (const [s, sample] of outcome.samples.entries()) {
-          io.stdout.write(`  sample ${s + 1}/${outcome.samples.length}${outcome.answered.reply.cached ? ' (cached)' : ''}${sample.finishReason === 'length' ? ' (cut at max tokens)' : ''}\n`);
+          io.stdout.write(
+            `  sample ${s + 1}/${outcome.samples.length}${outcome.answered.reply.cached ? ' (cached)' : ''}${sample.finishReason === 'length' ? ' (cut at max tokens)' : ''}\n`,
+          );
           if (values['show-response']) io.stdout.write(`${sample.text.replace(/^/gm, '  > ')}\n`);
           const reward = sample.reward!;
           perSample.push(reward.reward);

@@ -82,7 +82,8 @@ export const evalCommand: Command = {
     const gens = GenerationsSchema.safeParse(genRaw);
     if (!gens.success) throw new UsageError('--generations must be a JSON object {"sample_N": ["answer", ...]} (lists of strings)');
     const missing = rows.filter((r) => !(r.id in gens.data)).map((r) => r.id);
-    if (missing.length) throw new UsageError(`--generations has no answers for ${missing.length} samples (first: ${missing[0]}); the official scorer needs every sample`);
+    if (missing.length)
+      throw new UsageError(`--generations has no answers for ${missing.length} samples (first: ${missing[0]}); the official scorer needs every sample`);
     const known = new Set(rows.map((r) => r.id));
     const extra = Object.keys(gens.data).filter((k) => !known.has(k));
     if (extra.length) throw new UsageError(`--generations has ${extra.length} ids not in --data (first: ${extra[0]})`);

@@ -10,8 +10,7 @@ import { readStore } from '../../engine/dataset/store';
 export const exportCommand: Command = {
   name: 'export',
   summary: 'Write the samples of STORE (a harvest --out directory) for a trainer: verl Parquet, TRL, OpenRLHF JSONL, ShareGPT SFT, or CWM trace frames.',
-  usage:
-    `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]`,
+  usage: `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]`,
   options: {
     format: { type: 'string', short: 'f' },
     out: { type: 'string', short: 'o' },

@@ -43,7 +43,10 @@ function hashSeed(raw: unknown): number {
  */
 function passedEnv(raw: unknown, env: NodeJS.ProcessEnv): Record<string, string> | undefined {
   if (raw === undefined) return undefined;
-  const names = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(',')).map((n) => n.trim()).filter(Boolean);
+  const names = (Array.isArray(raw) ? raw : [raw])
+    .flatMap((v) => String(v).split(','))
+    .map((n) => n.trim())
+    .filter(Boolean);
   const out: Record<string, string> = {};
   for (const name of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--pass-env needs variable names, got '${name}'`);

@@ -103,8 +103,7 @@ function show(v: Value | undefined): string {
 /** The readable trace: one line per step, indented by call depth. */
 export function renderTrace(trace: Trace): string {
   const out: string[] = [];
-  const entry =
-    trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'script' ? 'script' : `${trace.entry.target}(${trace.entry.args})`;
+  const entry = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'script' ? 'script' : `${trace.entry.target}(${trace.entry.args})`;
   out.push(`${TRACE_SCHEMA_VERSION}: ${entry} in ${trace.files[0]?.path ?? '?'} — Python ${trace.python.version} (${trace.python.backend})`);
   const sources = trace.files.map((f) => f.source.split('\n'));
   for (const s of trace.steps) {
@@ -115,10 +114,7 @@ export function renderTrace(trace: Trace): string {
     else if (s.event === 'line') what = `${String(s.line).padStart(4)}  ${text}`;
     else if (s.event === 'return') what = `${s.yielded ? 'yield' : 'return'} ${s.fn}${s.value ? ' → ' + show(s.value) : ' (unwinding)'}`;
     else what = `raise ${s.exc?.type ?? '?'}: ${s.exc?.message ?? ''}`;
-    const changes = [
-      ...Object.entries(s.set ?? {}).map(([k, v]) => `${k}=${show(v)}`),
-      ...(s.del ?? []).map((k) => `del ${k}`),
-    ];
+    const changes = [...Object.entries(s.set ?? {}).map(([k, v]) => `${k}=${show(v)}`), ...(s.del ?? []).map((k) => `del ${k}`)];
     out.push(`${String(s.i).padStart(5)} ${indent}${what}${changes.length ? `    | ${changes.join(', ')}` : ''}`);
   }
   const o = trace.outcome;
@@ -132,4 +128,3 @@ export function renderTrace(trace: Trace): string {
   out.push(`${trace.stats.events} events in ${trace.stats.wallMs.toFixed(1)} ms`);
   return out.join('\n') + '\n';
 }
-

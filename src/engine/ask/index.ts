@@ -24,8 +24,7 @@ export interface JudgedSample extends AnsweredSample {
 
 /** What became of one prompt: answered and judged, or the provider failed (the other prompts still count). */
 export type PromptOutcome =
-  | { prompt: AskPrompt; ok: true; answered: AnsweredPrompt; samples: JudgedSample[] }
-  | { prompt: AskPrompt; ok: false; error: unknown };
+  { prompt: AskPrompt; ok: true; answered: AnsweredPrompt; samples: JudgedSample[] } | { prompt: AskPrompt; ok: false; error: unknown };
 
 export interface AskOptions {
   provider: Provider;
@@ -63,7 +62,13 @@ export async function askPrepared(prepared: PreparedAsk, options: AskOptions): P
       samples = [];
       for (const s of answered.samples) samples.push({ ...s, verdicts: await judgeAnswers(judge, prompt, s.parsed.answers, signal) });
     } else {
-      const rewards = await rewardResponses(judge, prompt, answered.samples.map((s) => s.text), options.reward, signal);
+      const rewards = await rewardResponses(
+        judge,
+        prompt,
+        answered.samples.map((s) => s.text),
+        options.reward,
+        signal,
+      );
       samples = answered.samples.map((s, j) => ({ ...s, reward: rewards[j]!, verdicts: verdictsOf(prompt, rewards[j]!) }));
     }
     prompts.push({ prompt, ok: true, answered, samples });

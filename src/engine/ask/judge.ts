@@ -15,7 +15,13 @@ export async function judgeAnswers(judge: JudgeClient, prompt: AskPrompt, answer
 }
 
 /** R, R_IO, R_white and the per-question breakdown for each response text (the judge parses it by its format). */
-export async function rewardResponses(judge: JudgeClient, prompt: AskPrompt, texts: readonly string[], reward?: RewardOptions, signal?: AbortSignal): Promise<Reward[]> {
+export async function rewardResponses(
+  judge: JudgeClient,
+  prompt: AskPrompt,
+  texts: readonly string[],
+  reward?: RewardOptions,
+  signal?: AbortSignal,
+): Promise<Reward[]> {
   if (texts.length === 0) return [];
   return judge.rewardBatch(
     texts.map((response) => ({ groundTruth: prompt.groundTruth, response })),

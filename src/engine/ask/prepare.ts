@@ -134,7 +134,8 @@ export function prepareAsk(trace: Trace, template: Template, target: AskTarget, 
       throw new AskError('not_a_line', `Step ${target.step} is a “${at?.event ?? 'missing'}” event, not a line: step to a line of code, then predict.`);
     }
     questions = nextStepQuestions(trace, target.step, { seed, textMatchedNextLine: policy.textMatchedNextLine }, d);
-    if (questions.length === 0) throw new AskError('nothing_to_ask', `Nothing can be asked at step ${target.step}: the run ended (a limit?) before the next step was recorded.`);
+    if (questions.length === 0)
+      throw new AskError('nothing_to_ask', `Nothing can be asked at step ${target.step}: the run ended (a limit?) before the next step was recorded.`);
     ctx = stopContext(trace, d, target.step, questions);
   } else {
     questions = generateQuestions(trace, policy);

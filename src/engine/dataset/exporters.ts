@@ -53,7 +53,14 @@ export interface ExportResult {
 
 export const VERL_ABILITY = 'code_execution_reasoning';
 
-const CHAT: ParquetColumns[number][1] = { list: { struct: [['role', 'string'], ['content', 'string']] } };
+const CHAT: ParquetColumns[number][1] = {
+  list: {
+    struct: [
+      ['role', 'string'],
+      ['content', 'string'],
+    ],
+  },
+};
 
 /** verl's `extra_info`: the same fields on every row (Parquet needs one structure). */
 const EXTRA_INFO: ParquetColumns[number][1] = {
@@ -77,7 +84,15 @@ export const VERL_COLUMNS: ParquetColumns = [
   ['data_source', 'string'],
   ['prompt', CHAT],
   ['ability', 'string'],
-  ['reward_model', { struct: [['style', 'string'], ['ground_truth', 'string']] }],
+  [
+    'reward_model',
+    {
+      struct: [
+        ['style', 'string'],
+        ['ground_truth', 'string'],
+      ],
+    },
+  ],
   ['extra_info', EXTRA_INFO],
 ];
 
@@ -148,10 +163,11 @@ export function verifiedAnswer(record: SampleRecord): string | null {
 export function sharegptRow(record: SampleRecord): Record<string, unknown> | null {
   const answer = verifiedAnswer(record);
   if (answer === null) return null;
-  const system = record.prompt.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
-  const conversations = record.prompt
-    .filter((m) => m.role !== 'system')
-    .map((m) => ({ from: m.role === 'user' ? 'human' : 'gpt', value: m.content }));
+  const system = record.prompt
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content)
+    .join('\n\n');
+  const conversations = record.prompt.filter((m) => m.role !== 'system').map((m) => ({ from: m.role === 'user' ? 'human' : 'gpt', value: m.content }));
   conversations.push({ from: 'gpt', value: answer });
   return system ? { conversations, system, id: record.id } : { conversations, id: record.id };
 }

@@ -6,13 +6,7 @@ import * as path from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 
 /** A column type; every field is nullable (OPTIONAL), as pandas/pyarrow write them. */
-export type ParquetType =
-  | 'string'
-  | 'int64'
-  | 'double'
-  | 'bool'
-  | { struct: [string, ParquetType][] }
-  | { list: ParquetType };
+export type ParquetType = 'string' | 'int64' | 'double' | 'bool' | { struct: [string, ParquetType][] } | { list: ParquetType };
 
 export type ParquetColumns = [string, ParquetType][];
 
@@ -60,10 +54,7 @@ function toParquetValue(type: ParquetType, value: unknown): unknown {
 
 /** Encodes rows (objects keyed by column name) as one Parquet file. */
 export function encodeParquet(columns: ParquetColumns, rows: Record<string, unknown>[]): Uint8Array {
-  const schema = [
-    { name: 'root', num_children: columns.length },
-    ...columns.flatMap(([name, type]) => elements(name, type)),
-  ];
+  const schema = [{ name: 'root', num_children: columns.length }, ...columns.flatMap(([name, type]) => elements(name, type))];
   const columnData = columns.map(([name, type]) => ({
     name,
     data: rows.map((row) => toParquetValue(type, row[name])),

@@ -46,9 +46,7 @@ export const DifficultySchema = z.object({
 export type Difficulty = z.infer<typeof DifficultySchema>;
 
 /** One question with its ground truth; the full shape is owned by the question generator. */
-export const RecordQuestionSchema = z
-  .object({ id: z.string().optional(), kind: z.string() })
-  .passthrough();
+export const RecordQuestionSchema = z.object({ id: z.string().optional(), kind: z.string() }).passthrough();
 
 /** A model's answer to the sample's prompt with the judge's reward. */
 export const ModelAnswerSchema = z.object({

@@ -109,9 +109,7 @@ export class JsonlAppender {
   }
 }
 
-export type AddResult =
-  | { added: true; record: SampleRecord }
-  | { added: false; id: string; reason: 'duplicate' | 'invalid' | 'credential'; message?: string };
+export type AddResult = { added: true; record: SampleRecord } | { added: false; id: string; reason: 'duplicate' | 'invalid' | 'credential'; message?: string };
 
 /**
  * Where a record holds a credential: each string of it (code, prompt,

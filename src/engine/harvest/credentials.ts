@@ -44,7 +44,44 @@ function isPasswordName(name: string): boolean {
   const last = parts[parts.length - 1] ?? '';
   return !DESCRIBES_PASSWORD.has(last) && !/(?:length|label|prompt|field|hint|policy|pattern)$/.test(lower);
 }
-const DESCRIBES_PASSWORD = new Set(['len', 'length', 'min', 'max', 'label', 'prompt', 'field', 'hint', 'policy', 'pattern', 're', 'regex', 'format', 'fmt', 'msg', 'message', 'text', 'help', 'title', 'placeholder', 'env', 'var', 'name', 'file', 'path', 'url', 'key', 'column', 'col', 'widget', 'input', 'mode', 'type', 'rules', 'chars', 'count']);
+const DESCRIBES_PASSWORD = new Set([
+  'len',
+  'length',
+  'min',
+  'max',
+  'label',
+  'prompt',
+  'field',
+  'hint',
+  'policy',
+  'pattern',
+  're',
+  'regex',
+  'format',
+  'fmt',
+  'msg',
+  'message',
+  'text',
+  'help',
+  'title',
+  'placeholder',
+  'env',
+  'var',
+  'name',
+  'file',
+  'path',
+  'url',
+  'key',
+  'column',
+  'col',
+  'widget',
+  'input',
+  'mode',
+  'type',
+  'rules',
+  'chars',
+  'count',
+]);
 
 /**
  * A short, low-entropy password assigned to a password name: `password =
@@ -84,13 +121,13 @@ export const CREDENTIAL_RULES: CredentialRule[] = [
   },
   {
     kind: 'password_assignment',
-    pattern: /\b(?:password|passwd|pwd|secret|api_?key|apikey|access_?token|auth_?token|client_secret|private_key)\b['"]?\s*[:=]\s*[rbuf]?(['"])([^'"\s]{8,})\1/gi,
+    pattern:
+      /\b(?:password|passwd|pwd|secret|api_?key|apikey|access_?token|auth_?token|client_secret|private_key)\b['"]?\s*[:=]\s*[rbuf]?(['"])([^'"\s]{8,})\1/gi,
     secretGroup: 2,
     accept: (m) => !isNotAPassword(m[2] ?? '') && entropy(m[2] ?? '') >= 3,
   },
   PASSWORD_LITERAL,
 ];
-
 
 /** One-line string literals (an optional r/b/u/f prefix, either quote, backslash escapes). */
 const STRING_LITERAL = /(?<![A-Za-z0-9_])[rRbBuUfF]{0,2}(["'])((?:\\.|(?!\1)[^\\\n])*)\1/g;
@@ -109,11 +146,14 @@ function scanSplitLiterals(text: string, rules: CredentialRule[]): CredentialFin
   }
   const tokenRules = rules.filter((r) => r !== PASSWORD_LITERAL);
   const findings: CredentialFinding[] = [];
-  for (let i = 0; i < literals.length; ) {
+  for (let i = 0; i < literals.length;) {
     let j = i;
     while (j + 1 < literals.length && /^\s*\+?\s*$/.test(text.slice(literals[j]!.end, literals[j + 1]!.start))) j++;
     if (j > i) {
-      const joined = literals.slice(i, j + 1).map((l) => l.body).join('');
+      const joined = literals
+        .slice(i, j + 1)
+        .map((l) => l.body)
+        .join('');
       const kinds = scanCredentials(joined, tokenRules, false).map((f) => f.kind);
       if (kinds.length > 0) {
         const start = literals[i]!.start;
@@ -190,7 +230,7 @@ export function scanCredentials(text: string, rules: CredentialRule[] = CREDENTI
         continue;
       }
       if (rule.accept && !rule.accept(m)) continue;
-      const secret = rule.secretGroup ? m[rule.secretGroup] ?? m[0] : m[0];
+      const secret = rule.secretGroup ? (m[rule.secretGroup] ?? m[0]) : m[0];
       const offset = rule.secretGroup ? m[0].indexOf(secret) : 0;
       findings.push({ kind: rule.kind, index: m.index + Math.max(0, offset), length: secret.length });
     }

@@ -57,7 +57,10 @@ export interface AnswerScorer {
 }
 
 export interface Tracer {
-  trace(job: { path?: string; source?: string; entry: { kind: 'call'; expr: string }; cwd?: string; limits?: Record<string, number> }, signal?: AbortSignal): Promise<Trace>;
+  trace(
+    job: { path?: string; source?: string; entry: { kind: 'call'; expr: string }; cwd?: string; limits?: Record<string, number> },
+    signal?: AbortSignal,
+  ): Promise<Trace>;
 }
 
 /** A tracer whose runs use one hash seed and one job environment (a TracerPool started with them). */
@@ -209,7 +212,9 @@ function hasSummary(file: string): boolean {
 export async function harvest(options: HarvestOptions, deps: HarvestDeps): Promise<HarvestResult> {
   const store = SampleStore.open(options.out, { env: deps.env });
   if (store.tookOverFrom !== null) {
-    deps.warn?.(`took over the lock of ${options.out}: the harvest that held it (pid ${store.tookOverFrom || 'unknown'}) is no longer running; it resumes where that one stopped`);
+    deps.warn?.(
+      `took over the lock of ${options.out}: the harvest that held it (pid ${store.tookOverFrom || 'unknown'}) is no longer running; it resumes where that one stopped`,
+    );
   }
   try {
     return await harvestInto(store, options, deps);
@@ -232,7 +237,11 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     return r;
   };
 
-  const project: ProjectInfo = await timed('discover', () => discoverProject(options.project, deps.git, options.projectName), (p) => p.modules);
+  const project: ProjectInfo = await timed(
+    'discover',
+    () => discoverProject(options.project, deps.git, options.projectName),
+    (p) => p.modules,
+  );
   const work = workFiles(options.out);
   fs.mkdirSync(work.dir, { recursive: true });
   const pythonRun = {
@@ -276,7 +285,9 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     const more = (summary.collectionErrors ?? 0) > shown.length ? [`  … and ${(summary.collectionErrors ?? 0) - shown.length} more (${work.calls})`] : [];
     const head = `${summary.collectionErrors} test module(s) could not be collected (${summary.runner})`;
     if ((summary.testsRun ?? 0) === 0) {
-      throw new HarvestProcessError([`no tests ran: ${head}:`, ...shown, ...more, 'install what they import, or fix them, and run the harvest again'].join('\n'));
+      throw new HarvestProcessError(
+        [`no tests ran: ${head}:`, ...shown, ...more, 'install what they import, or fix them, and run the harvest again'].join('\n'),
+      );
     }
     deps.warn?.([`${head}; their tests did not run:`, ...shown, ...more].join('\n'));
   }
@@ -333,7 +344,9 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
   // One tracer per run: a worker's hash seed is fixed when it starts.
   const hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
   // Two other seeds by default, whichever seed the sample runs under.
-  const checkSeeds = options.checkSeeds ? options.checkSeeds.filter((x) => x !== hashSeed) : [...DEFAULT_CHECK_SEEDS, 3].filter((x) => x !== hashSeed).slice(0, 2);
+  const checkSeeds = options.checkSeeds
+    ? options.checkSeeds.filter((x) => x !== hashSeed)
+    : [...DEFAULT_CHECK_SEEDS, 3].filter((x) => x !== hashSeed).slice(0, 2);
   const primaryRun: TraceRun = { hashSeed, rerun: false };
   const checkRuns: TraceRun[] = [{ hashSeed, rerun: true }, ...checkSeeds.map((x) => ({ hashSeed: x, rerun: false }))];
   const tracers = new Map<string, SeededTracer>();
@@ -434,7 +447,10 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     if ('skip' in asked) return drop(s, 'questions', asked.skip, redactions);
     // Every asked question's truth must be the same in every other run.
     const moved = await tick('confirm', () => {
-      const questions = asked.questions.map((q) => QuestionSchema.safeParse(q)).filter((r) => r.success).map((r) => r.data as Question);
+      const questions = asked.questions
+        .map((q) => QuestionSchema.safeParse(q))
+        .filter((r) => r.success)
+        .map((r) => r.data as Question);
       return others.find((o) => movedQuestions(questions, o.trace!).length > 0);
     });
     if (moved) return drop(s, 'determinism', unstableReason('truth', moved.run), redactions);
@@ -485,7 +501,8 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     const storeIt = () =>
       tick('store', () => {
         const added = store.add(input);
-        if (!added.added) drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : added.reason === 'credential' ? 'credential_in_record' : 'invalid_record', redactions);
+        if (!added.added)
+          drop(s, 'store', added.reason === 'duplicate' ? 'duplicate' : added.reason === 'credential' ? 'credential_in_record' : 'invalid_record', redactions);
       });
     // Trivial samples wait for the end, where their share of the project is known.
     if (trivial) heldTrivial.push({ key: candidateKey(s), sample: s, store: storeIt });
@@ -516,7 +533,6 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       }
     }
   };
-
 
   const worker = async () => {
     for (;;) {

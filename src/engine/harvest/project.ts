@@ -21,7 +21,10 @@ const SKIP_DIRS = new Set(['.git', '.hg', '.venv', 'venv', 'env', '__pycache__',
 export function isTestPath(rel: string): boolean {
   const base = path.basename(rel);
   if (base.startsWith('test_') || base.endsWith('_test.py') || base === 'conftest.py') return true;
-  return rel.split(/[\\/]/).slice(0, -1).some((p) => p === 'tests' || p === 'test' || p === 'testing');
+  return rel
+    .split(/[\\/]/)
+    .slice(0, -1)
+    .some((p) => p === 'tests' || p === 'test' || p === 'testing');
 }
 
 /** Python files under `root` (relative, forward slashes), skipping virtualenvs and caches. */

@@ -15,7 +15,11 @@ import type { AnswerScorer, Questioner } from './pipeline';
 /** Templates a harvest can use: one prompt per sample (perPrompt "all"). */
 export function harvestTemplate(name: string, templates: readonly Template[] = BUILTIN_TEMPLATES): Template | string {
   const t = templates.find((x) => x.name === name);
-  if (!t) return `unknown template '${name}' (one of ${templates.filter((x) => x.perPrompt === 'all').map((x) => x.name).join(', ')})`;
+  if (!t)
+    return `unknown template '${name}' (one of ${templates
+      .filter((x) => x.perPrompt === 'all')
+      .map((x) => x.name)
+      .join(', ')})`;
   if (t.perPrompt !== 'all') return `template '${name}' asks one question per prompt; harvesting needs one prompt per sample (e.g. execverify)`;
   return t;
 }

@@ -56,7 +56,10 @@ export function buildReport(input: ReportInput): HarvestReport {
   const captureDrops = input.capture?.drops ?? {};
   const dropsByStage: Record<string, Record<string, number>> = { capture: captureDrops, build: count(input.buildDrops, (d) => d.reason) };
   for (const stage of new Set(drops.map((d) => d.stage))) {
-    dropsByStage[stage] = count(drops.filter((d) => d.stage === stage), (d) => d.reason);
+    dropsByStage[stage] = count(
+      drops.filter((d) => d.stage === stage),
+      (d) => d.reason,
+    );
   }
   const stageDrops = (stage: string) => Object.values(dropsByStage[stage] ?? {}).reduce((a, b) => a + b, 0);
 
@@ -117,7 +120,11 @@ export function renderReport(report: HarvestReport): string {
   lines.push(`- modules: ${p.modules}, test files: ${p.testFiles}`);
   lines.push(`- tests: ${report.tests.run ?? '?'} run with ${report.tests.runner ?? '?'}, ${report.tests.failures ?? '?'} failing`);
   if (report.shard) lines.push(`- shard: ${report.shard}`);
-  lines.push(`- samples: **${report.samples}** from ${report.functions} functions (${Object.entries(report.splits).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+  lines.push(
+    `- samples: **${report.samples}** from ${report.functions} functions (${Object.entries(report.splits)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')})`,
+  );
   lines.push(`- credentials: ${report.credentials.dropped} samples dropped, ${report.credentials.redacted} values redacted`);
   if (report.stoppedEarly) lines.push('- stopped early by --limit or --max-time; run the same command again to continue');
   lines.push('', '## Stages', '', '| stage | count |', '|---|---:|');
@@ -134,7 +141,14 @@ export function renderReport(report: HarvestReport): string {
   lines.push('', `mean: ${report.difficulty.mean ?? '-'}`);
   if (report.rewards) {
     const r = report.rewards;
-    lines.push('', '## Rewards', '', `- answered by: ${r.model}`, `- answers: ${r.answers}, mean reward ${r.mean}, fully right ${r.fullyRight}`, `- mean pass rate per sample: ${r.passRateMean}`);
+    lines.push(
+      '',
+      '## Rewards',
+      '',
+      `- answered by: ${r.model}`,
+      `- answers: ${r.answers}, mean reward ${r.mean}, fully right ${r.fullyRight}`,
+      `- mean pass rate per sample: ${r.passRateMean}`,
+    );
   }
   lines.push('', '## Time', '', '| stage | seconds |', '|---|---:|');
   for (const t of report.timings) lines.push(`| ${t.stage} | ${t.seconds} |`);

@@ -105,12 +105,7 @@ export class JudgeClient {
   }
 
   /** Official CRUXEval scoring of each sample's generations (one verdict per generation). */
-  async cruxevalScore(
-    samples: CruxevalSample[],
-    mode: 'input' | 'output',
-    options: { timeoutS?: number } = {},
-    signal?: AbortSignal,
-  ): Promise<Verdict[][]> {
+  async cruxevalScore(samples: CruxevalSample[], mode: 'input' | 'output', options: { timeoutS?: number } = {}, signal?: AbortSignal): Promise<Verdict[][]> {
     const n = samples.reduce((s, x) => s + x.generations.length, 0);
     const params: Record<string, unknown> = { samples, mode };
     if (options.timeoutS !== undefined) params.timeout_s = options.timeoutS;

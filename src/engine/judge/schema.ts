@@ -49,10 +49,7 @@ export const TruthByKind = {
   }),
   coverage: z.object({ covered: z.boolean() }),
   /** The entry call's return value; or the official CRUXEval rule (scorer: cruxeval). */
-  output: z.union([
-    z.object({ value: ValueSchema }),
-    z.object({ scorer: z.literal('cruxeval'), code: z.string(), input: z.string(), expected: z.string() }),
-  ]),
+  output: z.union([z.object({ value: ValueSchema }), z.object({ scorer: z.literal('cruxeval'), code: z.string(), input: z.string(), expected: z.string() })]),
   /** Any call of `fn` that returns `output` (executed with `code`); or the official CRUXEval rule. */
   input: z.union([
     z.object({ code: z.string(), fn: z.string(), output: ValueSchema }),
@@ -117,9 +114,7 @@ export const RewardSchema = z
     alpha: z.number().optional(),
     gating: z.boolean().optional(),
     error: z.string().optional(),
-    breakdown: z.array(
-      z.object({ id: z.string(), kind: z.string(), answer: z.string().nullable(), verdict: VerdictSchema }),
-    ),
+    breakdown: z.array(z.object({ id: z.string(), kind: z.string(), answer: z.string().nullable(), verdict: VerdictSchema })),
   })
   .passthrough();
 export type Reward = z.infer<typeof RewardSchema>;

@@ -262,10 +262,7 @@ export function parseNextStep(text: string): StructuredResult<NextStepAnswer> {
  * Map a next-step answer onto questions, as Python's next_step_answers does
  * (by kind and variable name; a name given twice: the last one counts).
  */
-export function nextStepAnswers(
-  answer: NextStepAnswer | undefined,
-  questions: { kind: string; var?: string }[],
-): (string | null)[] {
+export function nextStepAnswers(answer: NextStepAnswer | undefined, questions: { kind: string; var?: string }[]): (string | null)[] {
   const byName = new Map((answer?.variables ?? []).map((v) => [v.name, v] as const));
   return questions.map((q) => {
     if (!answer) return null;

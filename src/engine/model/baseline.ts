@@ -61,7 +61,12 @@ export class BaselineProvider implements Provider {
     const text = baselineText(request.format, request.questions);
     const k = request.samples ?? 1;
     // Deterministic: k samples are k copies (pass@k = pass@1 for the baseline).
-    return { provider: this.info, samples: Array.from({ length: k }, () => ({ text, finishReason: 'stop' })), usage: { promptTokens: 0, completionTokens: 0 }, cached: false };
+    return {
+      provider: this.info,
+      samples: Array.from({ length: k }, () => ({ text, finishReason: 'stop' })),
+      usage: { promptTokens: 0, completionTokens: 0 },
+      cached: false,
+    };
   }
 
   async *stream(request: AnswerRequest): AsyncGenerator<StreamEvent> {

@@ -172,7 +172,14 @@ export class ModelClient {
     } catch (err) {
       // A 400 while we do not yet know whether the server takes JSON-schema
       // output: retry once without it, and remember the answer if that works.
-      if (!(useSchema && this.#jsonSchema === 'unknown' && this.config.structuredOutput === 'auto' && err instanceof ModelError && (err.code === 'bad_request' || err.details.status === 422))) throw err;
+      if (!(
+        useSchema &&
+        this.#jsonSchema === 'unknown' &&
+        this.config.structuredOutput === 'auto' &&
+        err instanceof ModelError &&
+        (err.code === 'bad_request' || err.details.status === 422)
+      ))
+        throw err;
       raw = await this.#gather(request, k, sampling, false);
       this.#jsonSchema = 'no';
       useSchema = false;
@@ -235,13 +242,20 @@ export class ModelClient {
           attempt.arm(this.config.timeoutMs);
           const options = { signal: attempt.signal };
           const stream = chat
-            ? await this.#sdk.chat.completions.create({ ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.ChatCompletionCreateParamsStreaming, options)
-            : await this.#sdk.completions.create({ ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.CompletionCreateParamsStreaming, options);
+            ? await this.#sdk.chat.completions.create(
+                { ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
+                options,
+              )
+            : await this.#sdk.completions.create(
+                { ...(body as object), stream: true, ...usageOption } as unknown as OpenAI.CompletionCreateParamsStreaming,
+                options,
+              );
           attempt.arm(this.config.streamIdleMs);
           for await (const rawChunk of stream as AsyncIterable<unknown>) {
             attempt.arm(this.config.streamIdleMs);
             const chunk = (chat ? ChatChunkSchema : TextChunkSchema).safeParse(rawChunk);
-            if (!chunk.success) throw new ModelError('bad_response', `the server sent a stream chunk that is not a completion chunk: ${chunk.error.issues[0]?.message ?? ''}`);
+            if (!chunk.success)
+              throw new ModelError('bad_response', `the server sent a stream chunk that is not a completion chunk: ${chunk.error.issues[0]?.message ?? ''}`);
             if (chunk.data.usage) {
               promptTokens = chunk.data.usage.prompt_tokens ?? promptTokens;
               completionTokens = chunk.data.usage.completion_tokens ?? completionTokens;
@@ -369,7 +383,10 @@ export class ModelClient {
       const offset = result.samples.length;
       const more = await Promise.all(
         Array.from({ length: missing }, (_, i) =>
-          this.#request(this.#body(request, 1, { ...sampling, seed: sampling.seed === undefined ? undefined : sampling.seed + offset + i }, useSchema), request.signal),
+          this.#request(
+            this.#body(request, 1, { ...sampling, seed: sampling.seed === undefined ? undefined : sampling.seed + offset + i }, useSchema),
+            request.signal,
+          ),
         ),
       );
       more.forEach((r, i) => addResult(result, { ...r, samples: r.samples.slice(0, 1) }, result.samples.length === 0 && i === 0));
@@ -394,7 +411,12 @@ export class ModelClient {
       } catch {
         parsed = undefined;
       }
-      throw OpenAI.APIError.generate(exchange.status, parsed as object | undefined, parsed === undefined ? exchange.text.slice(0, 500) : undefined, exchange.headers as unknown as Headers);
+      throw OpenAI.APIError.generate(
+        exchange.status,
+        parsed as object | undefined,
+        parsed === undefined ? exchange.text.slice(0, 500) : undefined,
+        exchange.headers as unknown as Headers,
+      );
     }
     // A SyntaxError here is classified as a malformed (retryable) answer.
     const result = this.#redacted(parseCompletionResponse(JSON.parse(exchange.text) as unknown, chat ? 'chat' : 'completions', this.config.model));
@@ -444,7 +466,11 @@ export class ModelClient {
   async #backoff(failure: ModelError, retry: number, signal: AbortSignal | undefined): Promise<void> {
     const requested = failure.details.retryAfterMs;
     if (requested !== undefined && requested > this.config.maxRetryAfterMs) {
-      throw new ModelError(failure.code, `${failure.message}; the server asks to wait ${Math.ceil(requested / 1000)} s, longer than the ${Math.ceil(this.config.maxRetryAfterMs / 1000)} s allowed (maxRetryAfterMs)`, failure.details);
+      throw new ModelError(
+        failure.code,
+        `${failure.message}; the server asks to wait ${Math.ceil(requested / 1000)} s, longer than the ${Math.ceil(this.config.maxRetryAfterMs / 1000)} s allowed (maxRetryAfterMs)`,
+        failure.details,
+      );
     }
     const wait = requested ?? backoffDelay(retry, this.config.backoffMs, this.config.maxBackoffMs, this.#random);
     this.accounting.retry();
@@ -495,10 +521,15 @@ export class ModelClient {
   #classifyRaw(err: unknown, signal: AbortSignal | undefined, timedOut: boolean): ModelError {
     const where = endpointKey(this.config.baseURL);
     if (signal?.aborted) return new ModelError('aborted', 'the request was cancelled');
-    if (timedOut) return new ModelError('timeout', `${where} did not answer in time (timeoutMs ${this.config.timeoutMs}, streamIdleMs ${this.config.streamIdleMs}); a busy server may need a longer timeout or a lower concurrency`);
+    if (timedOut)
+      return new ModelError(
+        'timeout',
+        `${where} did not answer in time (timeoutMs ${this.config.timeoutMs}, streamIdleMs ${this.config.streamIdleMs}); a busy server may need a longer timeout or a lower concurrency`,
+      );
     if (err instanceof ModelError) return err;
     const tooLarge = findCause(err, (c) => c instanceof ResponseTooLargeError);
-    if (tooLarge) return new ModelError('too_large', `${where} sent more than ${this.config.maxResponseBytes} bytes; lower maxTokens or raise maxResponseBytes`);
+    if (tooLarge)
+      return new ModelError('too_large', `${where} sent more than ${this.config.maxResponseBytes} bytes; lower maxTokens or raise maxResponseBytes`);
     if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
       const status = err.status;
       const retryAfterMs = parseRetryAfter(err.headers ?? undefined, Date.now());
@@ -507,11 +538,25 @@ export class ModelClient {
       if (status === 429) return new ModelError('rate_limited', `${where} is rate limiting (429): ${detail}`, details);
       if (status === 408) return new ModelError('timeout', `${where} timed out the request (408)`, details);
       if (status === 409 || status >= 500) return new ModelError('server_error', `${where} failed (${status}): ${detail}`, details);
-      if (status === 401 || status === 403) return new ModelError('auth', `${where} refused the credentials (${status}): ${detail}; set EXECVERIFY_API_KEY (or OPENAI_API_KEY) or the key in the editor's settings`, details);
-      if (status === 404) return new ModelError('not_found', `${where} has no such route or model (404): ${detail}; check the base URL (usually ends in /v1) and the model name (GET /v1/models lists them)`, details);
+      if (status === 401 || status === 403)
+        return new ModelError(
+          'auth',
+          `${where} refused the credentials (${status}): ${detail}; set EXECVERIFY_API_KEY (or OPENAI_API_KEY) or the key in the editor's settings`,
+          details,
+        );
+      if (status === 404)
+        return new ModelError(
+          'not_found',
+          `${where} has no such route or model (404): ${detail}; check the base URL (usually ends in /v1) and the model name (GET /v1/models lists them)`,
+          details,
+        );
       return new ModelError('bad_request', `${where} rejected the request (${status}): ${detail}`, details);
     }
-    if (err instanceof TransportTimeoutError || err instanceof OpenAI.APIConnectionTimeoutError) return new ModelError('timeout', `${where} did not answer within ${this.config.timeoutMs} ms; a busy server may need a longer timeoutMs or a lower concurrency`);
+    if (err instanceof TransportTimeoutError || err instanceof OpenAI.APIConnectionTimeoutError)
+      return new ModelError(
+        'timeout',
+        `${where} did not answer within ${this.config.timeoutMs} ms; a busy server may need a longer timeoutMs or a lower concurrency`,
+      );
     if (err instanceof SyntaxError || findCause(err, (c) => c instanceof SyntaxError)) {
       return new ModelError('bad_response', `${where} sent malformed JSON (${(err as Error).message.slice(0, 200)})`);
     }

@@ -41,6 +41,4 @@ export interface Completion<T = unknown> {
   model: string;
 }
 
-export type StreamEvent<T = unknown> =
-  | { type: 'delta'; sample: number; text: string }
-  | { type: 'done'; completion: Completion<T> };
+export type StreamEvent<T = unknown> = { type: 'delta'; sample: number; text: string } | { type: 'done'; completion: Completion<T> };

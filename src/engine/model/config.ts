@@ -41,7 +41,11 @@ export const EndpointConfigSchema = SamplingSchema.extend({
   /** A Retry-After longer than this fails the request instead of waiting. */
   maxRetryAfterMs: z.number().int().nonnegative().default(120_000),
   /** Responses larger than this are refused (a runaway generation, a wrong URL). */
-  maxResponseBytes: z.number().int().positive().default(16 * 1024 * 1024),
+  maxResponseBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
   /** auto: ask for JSON-schema output and fall back to text if the server refuses. */
   structuredOutput: z.enum(['auto', 'json_schema', 'off']).default('auto'),
 });
@@ -67,10 +71,7 @@ export function parseEndpointConfig(input: EndpointConfigInput): EndpointConfig 
  * EXECVERIFY_BASE_URL (or OPENAI_BASE_URL), EXECVERIFY_MODEL, and the key from
  * EXECVERIFY_API_KEY or OPENAI_API_KEY. Explicit overrides (CLI flags) win.
  */
-export function endpointFromEnv(
-  env: NodeJS.ProcessEnv,
-  overrides: Partial<EndpointConfigInput> = {},
-): EndpointConfig | undefined {
+export function endpointFromEnv(env: NodeJS.ProcessEnv, overrides: Partial<EndpointConfigInput> = {}): EndpointConfig | undefined {
   const baseURL = overrides.baseURL ?? env.EXECVERIFY_BASE_URL ?? env.OPENAI_BASE_URL;
   const model = overrides.model ?? env.EXECVERIFY_MODEL;
   if (!baseURL && !model) return undefined;

@@ -1,16 +1,7 @@
 // The one error type of the model client: a code to branch on, whether a retry
 // can help, and a message that says what to do next.
 export type ModelErrorCode =
-  | 'timeout'
-  | 'rate_limited'
-  | 'server_error'
-  | 'connection'
-  | 'bad_response'
-  | 'too_large'
-  | 'bad_request'
-  | 'auth'
-  | 'not_found'
-  | 'aborted';
+  'timeout' | 'rate_limited' | 'server_error' | 'connection' | 'bad_response' | 'too_large' | 'bad_request' | 'auth' | 'not_found' | 'aborted';
 
 const RETRYABLE: ReadonlySet<ModelErrorCode> = new Set(['timeout', 'rate_limited', 'server_error', 'connection', 'bad_response']);
 

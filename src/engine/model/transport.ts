@@ -263,7 +263,11 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
         // A stream: hand the body over as it arrives; the abort listener stays
         // attached so cancelling mid-stream destroys the socket.
         let size = 0;
-        const counted = new Readable({ read() { res.resume(); } });
+        const counted = new Readable({
+          read() {
+            res.resume();
+          },
+        });
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > limit) {
@@ -279,7 +283,8 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
         });
         res.on('error', (err) => counted.destroy(err));
         res.on('close', () => {
-          if (!res.complete && !counted.destroyed) counted.destroy(signal?.aborted ? abortError(signal) : new Error('the connection closed in the middle of the stream'));
+          if (!res.complete && !counted.destroyed)
+            counted.destroy(signal?.aborted ? abortError(signal) : new Error('the connection closed in the middle of the stream'));
           detach();
         });
         settled = true;
@@ -306,7 +311,13 @@ export function createTransport(options: { maxResponseBytes: number; maxSockets?
     if (!target) {
       const secure = parsed.protocol === 'https:';
       // URL.host is what node would send as Host: brackets kept, default port left out.
-      target = { secure, hostname: parsed.hostname.replace(/^\[|\]$/g, ''), port: parsed.port || (secure ? 443 : 80), path: parsed.pathname + parsed.search, host: parsed.host };
+      target = {
+        secure,
+        hostname: parsed.hostname.replace(/^\[|\]$/g, ''),
+        port: parsed.port || (secure ? 443 : 80),
+        path: parsed.pathname + parsed.search,
+        host: parsed.host,
+      };
       targets.set(parsed, target);
     }
     const { secure } = target;

@@ -31,7 +31,13 @@ export const TextResponseSchema = z.object({
 });
 export const ChatChunkSchema = z.object({
   choices: z
-    .array(z.object({ index: z.number().int().nonnegative().nullish(), delta: z.object({ content: z.string().nullish() }).passthrough().nullish(), finish_reason: z.string().nullish() }))
+    .array(
+      z.object({
+        index: z.number().int().nonnegative().nullish(),
+        delta: z.object({ content: z.string().nullish() }).passthrough().nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
     .nullish(),
   usage: UsageSchema.nullish(),
 });
@@ -48,11 +54,11 @@ export interface RawResult {
 }
 
 export function buildRequestBody(
-config: Pick<EndpointConfig, 'model' | 'api'>,
-request: Pick<CompletionRequest, 'prompt' | 'output'>,
-n: number,
-sampling: Sampling,
-useSchema: boolean,
+  config: Pick<EndpointConfig, 'model' | 'api'>,
+  request: Pick<CompletionRequest, 'prompt' | 'output'>,
+  n: number,
+  sampling: Sampling,
+  useSchema: boolean,
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { model: config.model };
   if (config.api === 'chat') body.messages = asMessages(request.prompt);
@@ -123,14 +129,21 @@ function toRawResult(data: CheckedResponse, chat: boolean, defaultModel: string)
 }
 
 export function parseCompletionResponse(response: unknown, api: ApiMode, defaultModel: string): RawResult {
-const chat = api === 'chat';
+  const chat = api === 'chat';
   if (typeof response !== 'object' || response === null) {
-    throw new ModelError('bad_response', 'the server answered with something that is not JSON; is the base URL an OpenAI-compatible API (usually ending in /v1)?');
+    throw new ModelError(
+      'bad_response',
+      'the server answered with something that is not JSON; is the base URL an OpenAI-compatible API (usually ending in /v1)?',
+    );
   }
   if (fastResponseCheck(response, chat)) return toRawResult(response as CheckedResponse, chat, defaultModel);
   if (chat) {
     const parsed = ChatResponseSchema.safeParse(response);
-    if (!parsed.success) throw new ModelError('bad_response', `the server's answer is not a chat completion: ${parsed.error.issues[0]?.path.join('.')} ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success)
+      throw new ModelError(
+        'bad_response',
+        `the server's answer is not a chat completion: ${parsed.error.issues[0]?.path.join('.')} ${parsed.error.issues[0]?.message}`,
+      );
     const choices = parsed.data.choices.slice().sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     return {
       samples: choices.map((c) => ({ text: c.message.content ?? '', finishReason: c.finish_reason ?? null })),
@@ -140,7 +153,11 @@ const chat = api === 'chat';
     };
   }
   const parsed = TextResponseSchema.safeParse(response);
-  if (!parsed.success) throw new ModelError('bad_response', `the server's answer is not a text completion: ${parsed.error.issues[0]?.path.join('.')} ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success)
+    throw new ModelError(
+      'bad_response',
+      `the server's answer is not a text completion: ${parsed.error.issues[0]?.path.join('.')} ${parsed.error.issues[0]?.message}`,
+    );
   const choices = parsed.data.choices.slice().sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
   return {
     samples: choices.map((c) => ({ text: c.text ?? '', finishReason: c.finish_reason ?? null })),

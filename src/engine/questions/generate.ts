@@ -118,8 +118,7 @@ export function isClassValue(v: Value): boolean {
   return /^<(?:class|enum) '[^']*'>$/.test(v.repr) || /(?:^|\.)(?:type|\w*Meta(?:class)?|EnumType)$/.test(v.type);
 }
 /** Worth asking about: exact, not a function/module/class, not an address-only repr. */
-export const askable = (v: Value | undefined): v is Value =>
-  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr);
+export const askable = (v: Value | undefined): v is Value => exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
 export interface Run {
@@ -370,7 +369,8 @@ export function stateAnyQuestions(ctx: FrameContext): Question[] {
     }));
 }
 
-const STATEMENT_RE = /^(?:return|raise|yield|break|continue|pass|del|assert|global|nonlocal|print|if|elif|for|while|with|[A-Za-z_][\w.]*\s*(?:=|\+=|-=|\*=|\/=|\(|\[))/;
+const STATEMENT_RE =
+  /^(?:return|raise|yield|break|continue|pass|del|assert|global|nonlocal|print|if|elif|for|while|with|[A-Za-z_][\w.]*\s*(?:=|\+=|-=|\*=|\/=|\(|\[))/;
 
 /** Coverage of the function's lines in the whole run: a line of a nested function or a recursive call that ran counts. */
 export function coverageQuestions(ctx: FrameContext): Question[] {
@@ -448,15 +448,19 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
 
   // Next line: informative runs first (headers, jumps, the end), one per (line, next) where possible.
   const maxNext = options.maxNextLine ?? 5;
-  const nextCands = ctx.runs
-    .map((run) => ({ run, q: nextLineQuestion(ctx, run, textMatched) }))
-    .filter((c): c is { run: Run; q: Question } => stable(c.q));
-  const informative = (c: { run: Run }) =>
-    HEADER_RE.test(lineText(ctx, c.run.line)) || c.run.next === -1 || c.run.next !== c.run.line + 1;
+  const nextCands = ctx.runs.map((run) => ({ run, q: nextLineQuestion(ctx, run, textMatched) })).filter((c): c is { run: Run; q: Question } => stable(c.q));
+  const informative = (c: { run: Run }) => HEADER_RE.test(lineText(ctx, c.run.line)) || c.run.next === -1 || c.run.next !== c.run.line + 1;
   const group = (c: { run: Run }) => `${c.run.line}->${c.run.next}`;
   const pickedNext = pickVaried(rng, nextCands.filter(informative), maxNext, group);
   if (pickedNext.length < maxNext) {
-    pickedNext.push(...pickVaried(rng, nextCands.filter((c) => !informative(c)), maxNext - pickedNext.length, group));
+    pickedNext.push(
+      ...pickVaried(
+        rng,
+        nextCands.filter((c) => !informative(c)),
+        maxNext - pickedNext.length,
+        group,
+      ),
+    );
   }
   out.push(...pickedNext.sort((a, b) => a.run.step - b.run.step).map((c) => c.q));
 
@@ -468,9 +472,7 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
     const cands = confirmed ? all.filter((c) => stable(stateQuestion(ctx, c.run, c.name))) : all;
     const changed = cands.filter((c) => c.changed);
     const unchanged = cands.filter((c) => !c.changed);
-    const nils = rng
-      .shuffle(nilQuestions(ctx).filter(stable))
-      .slice(0, maxState >= 3 ? (options.maxNil ?? 1) : 0);
+    const nils = rng.shuffle(nilQuestions(ctx).filter(stable)).slice(0, maxState >= 3 ? (options.maxNil ?? 1) : 0);
     const share = Math.min(1, Math.max(0, options.unchangedShare ?? 0.2));
     // Room for round(share · maxState) unchanged ones (one of 5), the rest for changes.
     const want = Math.min(unchanged.length, Math.round(maxState * share));
@@ -479,10 +481,9 @@ export function generateQuestions(trace: Trace, options: QuestionOptions = {}): 
     const cap = (rest: number) => (share >= 1 ? Infinity : Math.floor((share * rest) / (1 - share) + 1e-9));
     const nUnchanged = Math.min(want, cap(nChanged + nils.length));
     nChanged = Math.min(changed.length, maxState - nils.length - nUnchanged);
-    const picked = [
-      ...pickVaried(rng, changed, nChanged, (c) => c.group),
-      ...pickVaried(rng, unchanged, nUnchanged, (c) => c.group),
-    ].sort((a, b) => a.run.step - b.run.step || a.name.localeCompare(b.name));
+    const picked = [...pickVaried(rng, changed, nChanged, (c) => c.group), ...pickVaried(rng, unchanged, nUnchanged, (c) => c.group)].sort(
+      (a, b) => a.run.step - b.run.step || a.name.localeCompare(b.name),
+    );
     for (const c of picked) {
       const q = stateQuestion(ctx, c.run, c.name);
       if (q) out.push(q);

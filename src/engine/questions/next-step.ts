@@ -20,12 +20,7 @@ export interface NextStepOptions {
  * Questions for the `line` event at `step`; empty when the step is not a line
  * event or the run ended (a limit) before the answer was recorded.
  */
-export function nextStepQuestions(
-  trace: Trace,
-  step: number,
-  options: NextStepOptions = {},
-  decoded: DecodedTrace = decodeTrace(trace),
-): Question[] {
+export function nextStepQuestions(trace: Trace, step: number, options: NextStepOptions = {}, decoded: DecodedTrace = decodeTrace(trace)): Question[] {
   const s = decoded.steps[step];
   if (!s || s.event !== 'line') return [];
   const ctx = frameContext(trace, s.frame, decoded);

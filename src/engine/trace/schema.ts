@@ -78,17 +78,7 @@ export const StepSchema = z.object({
 });
 export type Step = z.infer<typeof StepSchema>;
 
-export const LimitKindSchema = z.enum([
-  'steps',
-  'wall_time',
-  'cpu_time',
-  'memory',
-  'output',
-  'recursion',
-  'trace_size',
-  'stdin',
-  'fork',
-]);
+export const LimitKindSchema = z.enum(['steps', 'wall_time', 'cpu_time', 'memory', 'output', 'recursion', 'trace_size', 'stdin', 'fork']);
 export type LimitKind = z.infer<typeof LimitKindSchema>;
 
 export const OutcomeSchema = z.discriminatedUnion('kind', [
@@ -197,7 +187,8 @@ export function traceInconsistency(trace: TraceShape): { path: (string | number)
   const o = trace.outcome;
   if (o.kind === 'raised') {
     if (o.line !== null && o.line < 0) return { path: ['outcome', 'line'], expected: `a line number ≥ 0 or null; got ${o.line}` };
-    if (o.file !== undefined && o.file !== null && o.file >= files) return { path: ['outcome', 'file'], expected: `an index into files (0..${files - 1}); got ${o.file}` };
+    if (o.file !== undefined && o.file !== null && o.file >= files)
+      return { path: ['outcome', 'file'], expected: `an index into files (0..${files - 1}); got ${o.file}` };
   }
   return undefined;
 }

@@ -13,7 +13,10 @@ const EVENTS = new Set<string>(EventKindSchema.options);
 const LIMITS = new Set<string>(LimitKindSchema.options);
 
 export class TraceFormatError extends Error {
-  constructor(readonly path: string, expected: string) {
+  constructor(
+    readonly path: string,
+    expected: string,
+  ) {
     super(`${path}: expected ${expected}`);
     this.name = 'TraceFormatError';
   }

@@ -7,7 +7,6 @@ import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { pythonTracerDir, resolvePython, workerEnv } from '../python';
 
-
 export type TracerErrorCode =
   | 'python_not_found'
   | 'worker_crashed'
@@ -122,7 +121,10 @@ type Ended = (status: string, spawnError?: NodeJS.ErrnoException) => void;
 class SpawnedProcess implements WorkerProcess {
   readonly gone: Promise<void>;
 
-  constructor(readonly proc: ChildProcess, ended: Ended) {
+  constructor(
+    readonly proc: ChildProcess,
+    ended: Ended,
+  ) {
     this.gone = new Promise((resolve) => proc.once('exit', () => resolve()));
     proc.on('error', (err: NodeJS.ErrnoException) => ended(`failed: ${err.message}`, err));
     proc.on('exit', (code, signal) => ended(signal ?? `code ${code}`));
@@ -186,9 +188,9 @@ function startProcesses(spawn: SpawnFn, python: string, env: NodeJS.ProcessEnv, 
   // worker that only traces self-contained calls answers sooner. -c rather
   // than -m: runpy would import importlib.util, contextlib and collections.
   const args = ['-u', '-S', '-c', WORKER_MAIN];
-  return ended.slice(0, count).map(
-    (end) => new SpawnedProcess(spawn(python, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' }), end),
-  );
+  return ended
+    .slice(0, count)
+    .map((end) => new SpawnedProcess(spawn(python, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' }), end));
 }
 
 class Worker {
@@ -484,7 +486,12 @@ export class WorkerPool {
     const env = { ...workerEnv(this.env, dir, this.jobEnv), PYTHONDONTWRITEBYTECODE: '' };
     const started: Worker[] = [];
     // a process reports its end to its Worker (ends come later, as events)
-    const ended = Array.from({ length: count }, (_, k): Ended => (status, spawnError) => started[k]!.ended(status, spawnError));
+    const ended = Array.from(
+      { length: count },
+      (_, k): Ended =>
+        (status, spawnError) =>
+          started[k]!.ended(status, spawnError),
+    );
     for (const proc of startProcesses(this.spawn, this.python, env, count, ended)) started.push(new Worker(this, proc, this.python));
     this.workers.push(...started);
     return started;

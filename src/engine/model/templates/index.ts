@@ -51,7 +51,8 @@ export const TemplateSchema = z
     }
     const code = Math.min(...['{{code}}', '{{code_numbered}}', '{{code_numbered_assert}}'].map((p) => t.user.indexOf(p)).filter((i) => i >= 0));
     const questions = t.user.indexOf('{{questions}}');
-    if (!Number.isFinite(code)) ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{code}}, {{code_numbered}} or {{code_numbered_assert}}' });
+    if (!Number.isFinite(code))
+      ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{code}}, {{code_numbered}} or {{code_numbered_assert}}' });
     if (questions < 0) ctx.addIssue({ code: 'custom', path: ['user'], message: 'the prompt must contain {{questions}}' });
     // Code first, questions last: nothing question-specific may come before the code.
     if (Number.isFinite(code) && questions >= 0 && questions < code) {
@@ -173,11 +174,7 @@ function questionValues(q: Question, n: number, ctx: RenderContext): Record<stri
  * question ("one"). Questions of kinds the template does not ask are left out
  * and returned in `skipped`.
  */
-export function renderPrompts(
-  template: Template,
-  questions: readonly Question[],
-  ctx: RenderContext,
-): { prompts: RenderedPrompt[]; skipped: Question[] } {
+export function renderPrompts(template: Template, questions: readonly Question[], ctx: RenderContext): { prompts: RenderedPrompt[]; skipped: Question[] } {
   const kinds = new Set<QuestionKind>(template.kinds);
   const asked = questions.filter((q) => kinds.has(q.kind));
   const skipped = questions.filter((q) => !kinds.has(q.kind));
