@@ -12,6 +12,11 @@ class OpError(Exception):
         self.message = message
 
 
+class JobError(OpError):
+    """A trace job that cannot start (bad entry, syntax error, missing file):
+    an op error with the same code, which the worker answers as it is."""
+
+
 class IsolationUnavailable(RuntimeError):
     """Model answers would run without an OS sandbox and the user did not opt in
     (EXECVERIFY_ALLOW_UNISOLATED=1)."""

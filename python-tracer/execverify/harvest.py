@@ -167,7 +167,8 @@ def run_build(root: str, calls_path: str, out: str, check: bool = True, allow_im
                 dst.write(json.dumps({"kind": "drop", "reason": reason, "file": call["file"], "function": call["function"]}) + "\n")
                 continue
             kept += 1
-            sample = dict(call, kind="sample", entry=entry, resultType=result_type, code=code, segments=segments, astHash=near, nesting=nesting)
+            sample = dict(call, kind="sample", entry=entry, resultType=result_type, code=code, segments=segments,
+                          astHash=near, nesting=nesting)
             used = sorted(name for name in allowed if _imports(code, name))
             if used:
                 sample["imports"] = {name: versions.get(name) for name in used}

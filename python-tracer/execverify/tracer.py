@@ -14,6 +14,7 @@ import sys
 from types import CodeType as _CodeType
 
 from . import jsonc, sandbox
+from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
 from .protocol import BAD_JOB, ERROR, LIMIT, STEPS, TRACE
@@ -43,15 +44,6 @@ def default_backend() -> str:
     # sys.monitoring lets us switch off foreign code entirely and avoids the
     # frame-locals round trip settrace makes on every event: faster on 3.12+.
     return "monitoring" if _HAS_MONITORING else "settrace"
-
-
-class JobError(Exception):
-    """A job that cannot start (bad entry, syntax error, missing file)."""
-
-    def __init__(self, code: str, message: str):
-        Exception.__init__(self, message)
-        self.code = code
-        self.message = message
 
 
 def _all_codes(code):
