@@ -96,6 +96,11 @@ export const RecordSchema = z.object({
     hashSeed: z.number().int().nonnegative().optional(),
     /** Every question's truth was the same under these other seeds and a second run (harvest). */
     confirmedSeeds: z.array(z.number().int().nonnegative()).optional(),
+    /**
+     * How the traced run was isolated (the trace's python.isolation,
+     * docs/security.md); absent for traces that did not say.
+     */
+    isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
   }),
   questions: z.array(RecordQuestionSchema),
   /** The ground truth as the reward function reads it: a JSON string (format execverify.truth/1). */

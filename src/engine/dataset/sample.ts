@@ -26,6 +26,7 @@ export function buildSample(parts: SampleParts): SampleInput {
       steps: trace.steps.length,
       python: trace.python.version,
       ...(seeds ? { hashSeed: seeds.hashSeed, confirmedSeeds: [...seeds.confirmed] } : {}),
+      ...(trace.python.isolation ? { isolation: trace.python.isolation } : {}),
     },
     frames: traceFrames(trace, maxFrames ?? DEFAULT_MAX_FRAMES),
   };
