@@ -122,13 +122,14 @@ def bwrap_argv(bwrap: str, env: dict, writable=()) -> list:
     if os.path.isdir(TMPDIR):
         argv += ["--tmpfs", TMPDIR]
     for home in _homes():
+        # a link (~/.ssh -> /data/keys) hides what it points at
         for d in _SECRET_DIRS:
-            p = os.path.join(home, d)
-            if os.path.isdir(p) and not os.path.islink(p):
+            p = os.path.realpath(os.path.join(home, d))
+            if os.path.isdir(p):
                 argv += ["--tmpfs", p]
         for f in _SECRET_FILES:
-            p = os.path.join(home, f)
-            if os.path.isfile(p) and not os.path.islink(p):
+            p = os.path.realpath(os.path.join(home, f))
+            if os.path.isfile(p):
                 argv += ["--ro-bind", "/dev/null", p]
     for d in writable:
         argv += ["--bind", d, d]
