@@ -1,17 +1,22 @@
 """Run a function in a forked, limited child: the isolation every job gets.
 
-`run_isolated(fn, limits)` forks the (already warm) worker, applies limits in
-the child and calls `fn(ctx)` there; the parent streams the child's messages
-back and enforces wall time. Nothing the child does can kill or corrupt the
-parent: the child's stdin/stdout/stderr are /dev/null, every other inherited
-descriptor is closed, and it ends with os._exit.
+`run_isolated(fn, limits)` forks the (already warm) worker, sets the child up
+and calls `fn(ctx)` there; the parent streams the child's messages back and
+enforces wall time. Nothing the child does can kill or corrupt the parent or
+another job (docs/security.md). The worker itself runs in the OS sandbox
+(isolation.py); this is the per-job layer:
 
-In the child:
-- memory: RLIMIT_AS; CPU: RLIMIT_CPU (SIGXCPU → limit 'cpu_time'); file size:
+- its own session and process group; not dumpable; stdin/stdout/stderr are
+  /dev/null, every other inherited descriptor is closed, the message pipe
+  sits at a high descriptor; the job's environment only (isolation.job_env);
+- memory: RLIMIT_AS on top of what the worker maps; CPU: ITIMER_PROF to the
+  millisecond, RLIMIT_CPU behind it (→ limit 'cpu_time'); file size:
   RLIMIT_FSIZE; core dumps off;
-- an audit hook refuses network sockets, file writes/deletes (unless
-  `allow_writes`), killing other processes, and turns any attempt to fork or
-  exec into limit 'fork' (RLIMIT_NPROC does not bind root, the hook does);
+- the seccomp filter (seccomp.py): no process, no signal outside the job, no
+  network, no file changes unless `allow_writes`, nothing that reaches
+  another process or the kernel;
+- an audit hook in front of it for clear outcomes: an attempt to fork or
+  exec is limit 'fork', file writes and sockets are PermissionErrors;
 - `sys.stdin` reads → limit 'stdin'; `sys.stdout`/`sys.stderr` are captured up
   to `output_bytes` each, more → limit 'output';
 - wall time: the parent sends SIGUSR1 at the deadline (the child reports limit

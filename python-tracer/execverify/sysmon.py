@@ -22,16 +22,13 @@ _get_ident = _thread.get_ident
 
 class MonitoringBackend:
     """Traces with sys.monitoring (3.12+). One per process (for_recorder),
-    lent to each job's Recorder in turn (a kept child runs many jobs).
+    lent to the job's Recorder.
 
-    What costs is changing the process's monitoring: switching global events
-    off and on makes CPython re-instrument every function it runs next, and
-    each register_callback is an audit event (a call of the sandbox's Python
-    hook). So the tool, the global events and every callback but PY_START
-    are set once; a job registers PY_START at its start and removes it at
-    its end (between jobs the process's own calls meet no callback), and
-    turns its code's local events on and off. Exceptions between jobs still
-    reach _raise/_throw/_unwind, which ignore them (`active`)."""
+    The tool, the global events and every callback but PY_START are set when
+    it is made; the job registers PY_START at its start and removes it at its
+    end, and turns its code's local events on and off. Exceptions outside the
+    run still reach _raise/_throw/_unwind, which ignore them (`active`);
+    events of other threads are ignored (settrace sees only its own thread)."""
     name = "monitoring"
     _process = None  # this process's instance, once a job has used it
 

@@ -283,7 +283,7 @@ def _guard_settrace(ctx):
     """Traced code may not replace the tracer's hook (3.8 has no audit event
     for sys.settrace, so the function itself is guarded)."""
     if getattr(sys.settrace, "_execverify_ctx", None) is ctx:
-        return  # a kept child's earlier job installed it
+        return  # installed already (the job's own set-up ran twice)
 
     def guarded(fn):
         if getattr(ctx, "tracing", False):
