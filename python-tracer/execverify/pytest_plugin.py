@@ -63,7 +63,10 @@ class CapturePlugin:
                 items[:] = [item for item in items if item.nodeid not in self.done_before]
                 config.hook.pytest_deselected(items=skipped)
         if self.capture is not None:
-            self.capture.add_test_files({str(getattr(item, "path", None) or item.fspath) for item in items})
+            # A doctest item's file is the module itself (--doctest-modules):
+            # only real test files are kept out of the samples.
+            self.capture.add_test_files({str(getattr(item, "path", None) or item.fspath) for item in items
+                                         if type(item).__name__ != "DoctestItem"})
 
     def pytest_runtest_setup(self, item):
         if self.capture is not None:

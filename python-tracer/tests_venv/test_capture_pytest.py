@@ -55,6 +55,36 @@ def test_pytest_runner_records_project_calls_with_node_ids(tmp_path):
     assert calls[("twice", "twice(2)")]["test"] == "tests/test_calc.py::test_twice[2]"
 
 
+def test_doctest_modules_do_not_make_the_modules_themselves_test_files(tmp_path):
+    # --doctest-modules collects the project's own modules as doctest items:
+    # their functions stay sources of samples (three real projects lost all).
+    write(tmp_path, "calc.py", """
+        def twice(x):
+            \"\"\"
+            >>> twice(2)
+            4
+            \"\"\"
+            return x + x
+    """)
+    write(tmp_path, "pytest.ini", "[pytest]\naddopts = --doctest-modules\n")
+    write(tmp_path, "test_calc.py", """
+        import calc
+
+        def test_twice():
+            assert calc.twice(3) == 6
+    """)
+    out = tmp_path / "calls.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "execverify.harvest", "capture", "--root", str(tmp_path), "--out", str(out)],
+        env=dict(os.environ, PYTHONPATH=TRACER), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, cwd=str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[-1]["testsRun"] == 2, lines[-1]  # the doctest and the test
+    assert ("twice", "twice(3)") in {(c["function"], c["entry"]) for c in lines if c["kind"] == "call"}
+
+
 FIXTURES = os.path.join(os.path.dirname(TRACER), "test", "fixtures", "harvest")
 
 
