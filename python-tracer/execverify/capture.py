@@ -28,6 +28,8 @@ import threading
 import types
 from collections import Counter
 
+from . import reconstruct
+
 # Generator, coroutine, async generator and iterable-coroutine frames suspend
 # and resume: one "call" is not one input -> one output.
 _GENERATOR = 0x20
@@ -47,6 +49,8 @@ DEFAULT_PER_FUNCTION = 16
 _MAX_TRAMPOLINE_DEPTH = 8
 # The name the trampolines look up (builtins, after the module's globals).
 _HOOK_NAME = "__execverify_capture__"
+# Generators begun and not yet finished that the monitoring backend follows at once.
+_MAX_PENDING_GENERATORS = 256
 
 # Files whose functions are never samples: test modules, pytest's files, and
 # the helpers that sit next to them (`tests.py`, `test.py`).
@@ -174,8 +178,43 @@ def _signature(code):
     return names[:n_pos], getattr(code, "co_posonlyargcount", 0), star, names[n_pos:n_pos + n_kw], dstar
 
 
-def _call_text(name: str, positional, keywords, repr_limit: int, container_limit: int):
-    """`name(p1, p2, k=v)` from the argument values, or (None, reason)."""
+def _call_text(name: str, positional, keywords, repr_limit: int, container_limit: int, namespace=None):
+    """`name(p1, p2, k=v)` from the argument values, or (None, reason). Literal
+    arguments are written as literals; with `namespace` (the function's module
+    globals) the others are described by `reconstruct.describe_call`, which
+    reads them without running their code (dates, Decimal, Enum members, ...)."""
+    expr, why = _literal_call_text(name, positional, keywords, repr_limit, container_limit)
+    if expr is None and why == "args_not_literal" and namespace is not None:
+        described, reason = reconstruct.describe_call(name, positional, dict(keywords), namespace, container_limit)
+        if described is None:
+            return None, "args_" + ("not_literal" if reason == "not_reconstructible" else reason)
+        if len(described) > repr_limit * 2:
+            return None, "args_too_large"
+        return described, None
+    return expr, why
+
+
+def result_text(value, repr_limit: int, container_limit: int, namespace=None):
+    """(repr, None) of a result a sample can be checked against, or (None, reason).
+    A literal, or a value `reconstruct.describe` accepts (its type is a
+    standard one, or a namedtuple / dataclass / Enum of the module whose
+    fields are such values): only then is its repr taken."""
+    text, why = literal_repr(value, repr_limit, container_limit)
+    if text is not None or why != "not_literal" or namespace is None:
+        return text, why
+    described, reason = reconstruct.describe(value, namespace, container_limit)
+    if described is None:
+        return None, "not_literal" if reason == "not_reconstructible" else reason
+    try:
+        text = repr(value)
+    except Exception:
+        return None, "repr_failed"
+    if len(text) > repr_limit:
+        return None, "too_large"
+    return text, None
+
+
+def _literal_call_text(name: str, positional, keywords, repr_limit: int, container_limit: int):
     parts = []
     for value in positional:
         text, why = literal_repr(value, repr_limit, container_limit)
@@ -247,11 +286,16 @@ def _trampoline(code, index: int, kind: str):
         params.append("**" + dstar)
     forward = list(pos) + (["*" + star] if star else []) + ["%s=%s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else [])
     hook = _HOOK_NAME
+    items = list(pos) + (["*" + star] if star else [])
+    args = "(%s)" % "".join(item + ", " for item in items)
+    kw = "{%s}" % ", ".join(["%r: %s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else []))
     if kind == "call":
-        items = list(pos) + (["*" + star] if star else [])
-        args = "(%s)" % "".join(item + ", " for item in items)
-        kw = "{%s}" % ", ".join(["%r: %s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else []))
         body = "return %s.leave(%s.enter(%d, %s, %s), %s.t[%d](%s))" % (hook, hook, index, args, kw, hook, index, ", ".join(forward))
+    elif kind == "gencall":
+        # A generator function stays one: its first next() describes the
+        # arguments, then what the generator yields is passed through and kept.
+        body = "return (yield from %s.drain(%s.enter(%d, %s, %s), %s.t[%d](%s)))" % (
+            hook, hook, index, args, kw, hook, index, ", ".join(forward))
     elif kind == "generator":
         body = "return (yield from %s.once(%d)(%s))" % (hook, index, ", ".join(forward))
     else:
@@ -266,6 +310,40 @@ def _trampoline(code, index: int, kind: str):
     if hasattr(code, "co_qualname"):
         changes["co_qualname"] = code.co_qualname
     return made.replace(**changes)
+
+
+class _Tap:
+    """An iterator over a generator that keeps what it yields; `yield from` a
+    tap forwards send, throw and close to the generator as `yield from` it would."""
+
+    __slots__ = ("generator", "values", "limit")
+
+    def __init__(self, generator, limit):
+        self.generator = generator
+        self.values = []  # None once more than `limit` values went by
+        self.limit = limit
+
+    def keep(self, value):
+        if self.values is not None:
+            self.values.append(value)
+            if len(self.values) > self.limit:
+                self.values = None
+        return value
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.keep(next(self.generator))
+
+    def send(self, arg):
+        return self.keep(self.generator.send(arg))
+
+    def throw(self, *args):
+        return self.keep(self.generator.throw(*args))
+
+    def close(self):
+        self.generator.close()
 
 
 class CallCapture:
@@ -306,7 +384,8 @@ class CallCapture:
         self._per_function = Counter()
         self._begun = 0
         self._finished = 0
-        self._pending = {}  # id(frame) -> (info, line, expr), monitoring backend
+        self._pending = {}  # id(frame) -> pending call, or [pending, yielded, frame] of a generator (monitoring)
+        self._generators = 0  # generator entries in _pending
         self._previous = None
         self._tool = None
         # trampoline backend
@@ -392,10 +471,12 @@ class CallCapture:
         if rel is None or name.startswith("<"):
             return None  # tests; comprehensions, lambdas, module bodies
         if code.co_flags & _SUSPENDING_FLAGS:
-            return "generator"
+            # Plain generators are followed through their yields by sys.monitoring only.
+            if self.backend != "monitoring" or code.co_flags & _SUSPENDING_FLAGS != _GENERATOR:
+                return "generator"
         target = module_globals.get(name)
         if getattr(target, "__code__", None) is not code:
-            return "method_or_nested"
+            return "generator" if code.co_flags & _SUSPENDING_FLAGS else "method_or_nested"
         return (rel, name)
 
     def _info(self, frame):
@@ -421,15 +502,17 @@ class CallCapture:
         return "%s:%s:%s" % (rel, code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
 
     # -- recording one call ---------------------------------------------------
-    def _begin(self, info, line, positional, keywords):
-        """The pending call (info, line, expr) to finish at return, or None (counted why)."""
+    def _begin(self, info, line, positional, keywords, namespace=None):
+        """The pending call (info, line, expr, namespace) to finish at return,
+        or None (counted why). `namespace`: the function's module globals, in
+        which non-literal arguments are described."""
         if self._per_function[info] >= self.per_function:
             self._fn_drop("per_function_cap", "%s:%s" % info)
             return None
         if self.max_calls and len(self.calls) >= self.max_calls:
             self.drops["capture_cap"] += 1
             return None
-        expr, why = _call_text(info[1], positional, keywords, self.repr_limit, self.container_limit)
+        expr, why = _call_text(info[1], positional, keywords, self.repr_limit, self.container_limit, namespace)
         if expr is None:
             self.drops[why] += 1
             return None
@@ -437,34 +520,43 @@ class CallCapture:
             self.drops["duplicate_call"] += 1
             return None
         self._begun += 1
-        return (info, line, expr)
+        return (info, line, expr, namespace)
 
-    def _finish(self, pending, value) -> bool:
-        """Records a returned call; True when its function has reached the cap."""
+    def _finish(self, pending, value, generator=False) -> bool:
+        """Records a returned call (`generator`: `value` is the list of what a
+        generator yielded up to its end); True when its function has reached the cap."""
         self._finished += 1
-        info, line, expr = pending
+        info, line, expr, namespace = pending
         path, name = info
         if (path, expr) in self._seen:
             self.drops["duplicate_call"] += 1  # a recursive call finished first with the same input
             return False
-        text, why = literal_repr(value, self.repr_limit, self.container_limit)
+        if self._per_function[info] >= self.per_function:
+            return True  # generators interleave: another call of this one reached the cap first
+        text, why = result_text(value, self.repr_limit, self.container_limit, namespace)
         if text is None:
             self.drops["result_" + why] += 1
             return False
         self._seen.add((path, expr))
         self._per_function[info] += 1
-        self.calls.append(
-            {
-                "file": path,
-                "function": name,
-                "line": line,
-                "entry": expr,
-                "result": text,
-                "resultType": type(value).__name__,
-                "test": self.current_test,
-            }
-        )
+        call = {
+            "file": path,
+            "function": name,
+            "line": line,
+            "entry": expr,
+            "result": text,
+            "resultType": type(value).__name__,
+            "test": self.current_test,
+        }
+        if generator:
+            call["generator"] = True
+        self.calls.append(call)
         return self._per_function[info] >= self.per_function
+
+    def _abandon(self) -> None:
+        """A generator closed or dropped before its end: nothing to record."""
+        self._finished += 1
+        self.drops["generator_not_exhausted"] += 1
 
     # -- trampoline backend (Python 3.8-3.11) --------------------------------
     def instrument(self) -> int:
@@ -495,7 +587,7 @@ class CallCapture:
             self._instrument_module(module, rel)
         for slot in self._slots:
             slot[4] = 0  # a new test: no trampoline frame of an earlier one is live
-            if slot[5] == "call" and slot[0].__code__ is slot[1] and self._per_function[slot[3]] < self.per_function:
+            if slot[5] in ("call", "gencall") and slot[0].__code__ is slot[1] and self._per_function[slot[3]] < self.per_function:
                 slot[0].__code__ = slot[2]  # suspended by a deep recursion in the last test
         return new
 
@@ -517,7 +609,10 @@ class CallCapture:
                     continue
                 if code.co_flags & _SUSPENDING_FLAGS:
                     if code.co_flags & _GENERATOR:
-                        self._swap(value, "generator", ("generator", self._code_key(code)))
+                        if namespace.get(code.co_name) is value and not _FRAME_NAMES.intersection(code.co_names):
+                            self._swap(value, "gencall", (rel, code.co_name))
+                        else:
+                            self._swap(value, "generator", ("generator", self._code_key(code)))
                     continue
                 if namespace.get(code.co_name) is value:
                     if _FRAME_NAMES.intersection(code.co_names):
@@ -546,14 +641,14 @@ class CallCapture:
                 self._instrument_class(value, own, seen, depth + 1)
 
     def _swap(self, fn, kind, info) -> None:
-        if kind == "call" and self._per_function[info] >= self.per_function:
+        if kind in ("call", "gencall") and self._per_function[info] >= self.per_function:
             return
         index = len(self._slots)
         original = fn.__code__
         code = _trampoline(original, index, kind)
         if code is None:
             return
-        if kind == "call":
+        if kind in ("call", "gencall"):
             target = types.FunctionType(original, fn.__globals__, fn.__name__, None, fn.__closure__)
             target.__qualname__ = fn.__qualname__
         else:
@@ -572,7 +667,7 @@ class CallCapture:
             slot[4] += 1
             if slot[4] >= _MAX_TRAMPOLINE_DEPTH:
                 slot[0].__code__ = slot[1]  # deeper calls run the function's own code directly
-            return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items()))
+            return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items(), slot[0].__globals__))
         except Exception:
             self.drops["capture_error"] += 1
             return None
@@ -589,6 +684,42 @@ class CallCapture:
         except Exception:
             self.drops["capture_error"] += 1
         return value
+
+    def drain(self, pending, generator):
+        """Second half of a generator's trampoline: delegates to the generator
+        (`yield from`: send, throw and close go through untouched) and records
+        the list of what it yielded when it ran to its end."""
+        if pending is None or pending[1] is None:
+            if pending is not None:
+                self._slots[pending[0]][4] -= 1
+            return (yield from generator)
+        tap = _Tap(generator, self.container_limit)
+        try:
+            value = yield from tap
+        except GeneratorExit:
+            self._settle(pending, None)  # closed before its end (a break, a partial read)
+            raise
+        except BaseException:
+            self._settle(pending, False)  # raised: counted as `raised`
+            raise
+        self._settle(pending, tap)
+        return value
+
+    def _settle(self, pending, tap) -> None:
+        try:
+            slot = self._slots[pending[0]]
+            slot[4] -= 1
+            if tap is None:
+                self._abandon()
+            elif tap is not False:
+                if tap.values is None:
+                    self._finished += 1
+                    self.drops["result_too_large"] += 1
+                elif self._finish(pending[1], tap.values, generator=True):
+                    slot[0].__code__ = slot[1]  # capped
+                    self._fn_drop("per_function_cap", "%s:%s" % slot[3])
+        except Exception:
+            self.drops["capture_error"] += 1
 
     def once(self, index):
         """A method's or generator's first call: counted, then its own code is back."""
@@ -611,7 +742,7 @@ class CallCapture:
         if got is None:
             self.drops["args_unavailable"] += 1
             return None
-        pending = self._begin(info, frame.f_code.co_firstlineno, *got)
+        pending = self._begin(info, frame.f_code.co_firstlineno, *got, frame.f_globals)
         if pending is None:
             return None
         frame.f_trace_lines = False
@@ -639,14 +770,15 @@ class CallCapture:
         mon.register_callback(self._tool, ev.PY_START, self._mon_start)
         mon.register_callback(self._tool, ev.PY_RETURN, self._mon_return)
         mon.register_callback(self._tool, ev.PY_UNWIND, self._mon_unwind)
-        mon.set_events(self._tool, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
+        mon.register_callback(self._tool, ev.PY_YIELD, self._mon_yield)
+        mon.set_events(self._tool, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND | ev.PY_YIELD)
 
     def _stop_monitoring(self) -> None:
         if self._tool is None:
             return
         mon = sys.monitoring
         mon.set_events(self._tool, 0)
-        for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND):
+        for event in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND, mon.events.PY_YIELD):
             mon.register_callback(self._tool, event, None)
         mon.free_tool_id(self._tool)
         self._tool = None
@@ -665,28 +797,70 @@ class CallCapture:
         if got is None:
             self.drops["args_unavailable"] += 1
             return None
-        pending = self._begin(info, code.co_firstlineno, *got)
+        pending = self._begin(info, code.co_firstlineno, *got, frame.f_globals)
         if pending is not None:
-            self._pending[id(frame)] = pending
+            if code.co_flags & _GENERATOR:
+                # [pending, what it yielded (None past the limit), the frame: its id is not
+                # reused while we hold it]. Python 3.13 closes a generator that has no
+                # handler without an unwind event, so entries of abandoned ones are
+                # let go, oldest first, past a bound.
+                self._generators += 1
+                if self._generators > _MAX_PENDING_GENERATORS:
+                    for key in [k for k, v in self._pending.items() if v.__class__ is list][:_MAX_PENDING_GENERATORS // 2]:
+                        del self._pending[key]
+                        self._generators -= 1
+                        self._abandon()
+                self._pending[id(frame)] = [pending, [], frame]
+            else:
+                self._pending[id(frame)] = pending
+        return None
+
+    def _mon_yield(self, code, offset, value):
+        entry = self._pending.get(id(sys._getframe(1))) if self._pending else None
+        if entry is None or entry.__class__ is not list:
+            if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple:
+                return sys.monitoring.DISABLE
+            return None
+        values = entry[1]
+        if values is not None:
+            values.append(value)
+            if len(values) > self.container_limit:
+                entry[1] = None
         return None
 
     def _mon_return(self, code, offset, value):
         if not self._pending:
             return sys.monitoring.DISABLE if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple else None
         pending = self._pending.pop(id(sys._getframe(1)), None)
-        if pending is not None:
+        if pending is None:
+            return None
+        if pending.__class__ is list:
+            self._generators -= 1
+            if pending[1] is None:
+                self._finished += 1
+                self.drops["result_too_large"] += 1
+            else:
+                self._finish(pending[0], pending[1], generator=True)
+        else:
             self._finish(pending, value)
         return None
 
     def _mon_unwind(self, code, offset, exc):
         if self._pending:
-            self._pending.pop(id(sys._getframe(1)), None)
+            pending = self._pending.pop(id(sys._getframe(1)), None)
+            if pending.__class__ is list:
+                self._generators -= 1
+                if isinstance(exc, GeneratorExit):
+                    self._abandon()
 
     # -- output ------------------------------------------------------------
     def counts(self) -> dict:
         """Drop counts by reason (a raised call began and never returned)."""
         drops = Counter(self.drops)
-        raised = self._begun - self._finished
+        unfinished = self._generators  # generators never run to their end (monitoring)
+        if unfinished > 0:
+            drops["generator_not_exhausted"] += unfinished
+        raised = self._begun - self._finished - max(unfinished, 0)
         if raised > 0:
             drops["raised"] += raised
         for reason, keys in self._fn_drops.items():

@@ -307,3 +307,47 @@ class YieldTest(FixtureBuild):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CapturedFixturesBuildTest(FixtureBuild):
+    """Capture (the real test run, each backend) then build: the call records
+    capture writes for generators and non-literal values become samples."""
+
+    def capture(self, backend):
+        out = os.path.join(self.tmp, "calls-%s.jsonl" % backend)
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        subprocess.run([sys.executable, "-m", "execverify.harvest", "capture", "--root", self.root, "--out", out,
+                        "--backend", backend], check=True, env=env, capture_output=True, timeout=120)
+        with open(out, encoding="utf-8") as fh:
+            lines = [json.loads(line) for line in fh]
+        return [x for x in lines if x["kind"] == "call"], lines[-1]
+
+    def backends(self):
+        return ["trampoline"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
+
+    def test_generators_are_captured_and_built(self):
+        self.use("generators")
+        for backend in self.backends():
+            calls, summary = self.capture(backend)
+            self.assertEqual(summary["testFailures"], 0)
+            self.assertEqual({c["function"] for c in calls}, {"countdown", "chunks", "running_total", "flatten"}, backend)
+            self.assertTrue(all(c.get("generator") for c in calls))
+            samples, drops, _ = self.build(calls)
+            self.assertEqual((len(samples), drops), (len(calls), []), backend)
+            self.assertIn("list(running_total(range(1, 5)))", [s["entry"] for s in samples])
+            self.assertEqual(rerun(samples), [])
+
+    def test_non_literal_arguments_are_captured_and_built(self):
+        self.use("values")
+        for backend in self.backends():
+            calls, summary = self.capture(backend)
+            self.assertEqual(summary["testFailures"], 0)
+            self.assertNotIn("args_not_literal", summary["drops"], backend)
+            entries = {c["entry"] for c in calls}
+            for entry in ("due(datetime.date(2024, 2, 27), 3)", "escalate(Priority.LOW)", "share(Fraction(1, 2), 4)",
+                          "apply(str.upper, ['a', 'b'])", "take(iter([5, 6, 7]), 2)", "span(range(2, 10, 3))",
+                          "ends(Slot(datetime.datetime(2024, 1, 1, 9, 0), 90))"):
+                self.assertIn(entry, entries, backend)
+            samples, drops, _ = self.build(calls)
+            self.assertEqual((len(samples), drops), (len(calls), []), backend)
+            self.assertEqual(rerun(samples), [])

@@ -12,7 +12,8 @@ import { main } from '../../src/cli/main';
 import { readStore } from '../../src/engine/dataset/store';
 import { resolvePython } from '../../src/engine/python';
 import { samplesThatDoNotReproduce } from '../support/standalone-rerun';
-import type { HarvestReport } from '../../src/engine/harvest/report';
+import { buildReport, renderReport, type HarvestReport } from '../../src/engine/harvest/report';
+import { entryFunction } from '../../src/engine/questions/generate';
 
 const python = resolvePython(undefined, process.env);
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'harvest');
@@ -110,4 +111,75 @@ test('a project module named like a standard one (clock/time.py) does not shadow
     drops.filter((d) => d.reason.startsWith('trace_')),
     [],
   );
+});
+
+test('generator functions are captured to their end and stored as list(f(...)) samples', async () => {
+  const { records, report } = await harvestFixture('generators');
+  const entries = records.map((r) => r.entry).sort();
+  for (const e of ['list(chunks([1, 2, 3, 4, 5], 2))', 'list(countdown(3))', 'list(running_total(range(1, 5)))']) {
+    assert.ok(entries.includes(e), `${e} in ${entries.join(', ')}`);
+  }
+  const countdown = records.find((r) => r.entry === 'list(countdown(3))')!;
+  assert.deepEqual(countdown.result, { repr: '[3, 2, 1]', type: 'list' });
+  assert.equal(report.drops.capture?.generator, undefined, 'no generator function is dropped as such');
+});
+
+test('dates, money, enums, records, callables, iterators, ranges, bytes and complex arguments are described, not dropped', async () => {
+  const { records, report } = await harvestFixture('values');
+  const functions = new Set(records.map((r) => r.provenance.function));
+  for (const f of ['due', 'weekday', 'ends', 'total', 'escalate', 'share', 'apply', 'take', 'span', 'rotate', 'checksum']) {
+    assert.ok(functions.has(f), `${f} stored (${[...functions].sort().join(', ')})`);
+  }
+  const entries = records.map((r) => r.entry);
+  assert.ok(entries.includes('due(datetime.date(2024, 2, 27), 3)'), entries.join('\n'));
+  assert.ok(
+    entries.some((e) => /^escalate\(Priority\.[A-Z]+\)$/.test(e)),
+    entries.join('\n'),
+  );
+  assert.equal(report.drops.capture?.args_not_literal, undefined);
+});
+
+test('the report shows the capture summary: modules not collected and the first lines of each error', () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-report-'));
+  fs.writeFileSync(path.join(out, 'samples.jsonl'), '');
+  try {
+    const report = buildReport({
+      project: { name: 'p', root: out, repository: null, commit: null, license: null, modules: 1, testFiles: 2 },
+      out,
+      capture: {
+        kind: 'summary',
+        calls: 0,
+        drops: {},
+        runner: 'pytest',
+        testsRun: 3,
+        testFailures: 0,
+        collectionErrors: 1,
+        errors: [{ where: 'tests/test_b.py', lines: ["ModuleNotFoundError: No module named 'yaml'"] }],
+      },
+      buildDrops: [],
+      builtSamples: 0,
+      shardSkipped: 0,
+      shard: null,
+      timings: [],
+      totalSeconds: 1,
+      stoppedEarly: false,
+      scorer: null,
+    });
+    assert.equal(report.tests.collectionErrors, 1);
+    assert.deepEqual(report.tests.errors, [{ where: 'tests/test_b.py', lines: ["ModuleNotFoundError: No module named 'yaml'"] }]);
+    const md = renderReport(report);
+    assert.match(md, /test modules not collected: 1/);
+    assert.match(md, /`tests\/test_b.py`: ModuleNotFoundError: No module named 'yaml'/);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('the entry frame of a method or generator sample is the function the sample is about', () => {
+  const call = (expr: string) => entryFunction({ entry: { kind: 'call', expr } });
+  assert.equal(call('f([1, 2], 3)'), 'f');
+  assert.equal(call('list(countdown(3))'), 'countdown');
+  assert.equal(call("Stack([1, ')(']).push(3)"), 'push');
+  assert.equal(call('Circle(radius=2).area(digits=1)'), 'area');
+  assert.equal(entryFunction({ entry: { kind: 'function', target: 'pkg.mod:g', args: '' } }), 'g');
 });

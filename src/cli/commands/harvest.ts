@@ -57,6 +57,19 @@ function passedEnv(raw: unknown, env: NodeJS.ProcessEnv): Record<string, string>
   return out;
 }
 
+/** `--allow-import PKG` (repeatable, or PKG,PKG): third-party top-level packages a sample may import. */
+function allowedImports(raw: unknown): string[] {
+  if (raw === undefined) return [];
+  const names = (Array.isArray(raw) ? raw : [raw])
+    .flatMap((v) => String(v).split(','))
+    .map((n) => n.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--allow-import needs top-level package names (import names, e.g. yaml), got '${name}'`);
+  }
+  return [...new Set(names)];
+}
+
 export const harvestCommand: Command = {
   name: 'harvest',
   summary:
@@ -64,7 +77,7 @@ export const harvestCommand: Command = {
   usage:
     'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
     '[--runner auto|unittest|pytest] [--per-function N] [--template execverify|execverify-authors] [--hash-seed 0] [--test-fraction 0.1] [--validation-fraction 0] ' +
-    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--quiet] [--json]',
+    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--allow-import PKG]... [--quiet] [--json]',
   options: {
     out: { type: 'string', short: 'o' },
     limit: { type: 'string' },
@@ -85,6 +98,7 @@ export const harvestCommand: Command = {
     jobs: { type: 'string' },
     python: { type: 'string' },
     'pass-env': { type: 'string', multiple: true },
+    'allow-import': { type: 'string', multiple: true },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
   },
@@ -110,6 +124,7 @@ export const harvestCommand: Command = {
     const jobs = positiveInt(values, 'jobs');
 
     const jobEnv = passedEnv(values['pass-env'], io.env);
+    const allowImports = allowedImports(values['allow-import']);
 
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
     const pool = new TracerPool({ python, env: io.env, ...(jobEnv ? { jobEnv } : {}), ...(jobs ? { size: jobs } : {}) });
@@ -134,6 +149,7 @@ export const harvestCommand: Command = {
           secrets,
           runner: runner as 'auto' | 'unittest' | 'pytest',
           perFunction: positiveInt(values, 'per-function'),
+          ...(allowImports.length ? { allowImports } : {}),
           ...(values['hash-seed'] !== undefined ? { hashSeed: hashSeed(values['hash-seed']) } : {}),
           splits: { test: fraction(values, 'test-fraction', 0.1), validation: fraction(values, 'validation-fraction', 0) },
           passBand: band,

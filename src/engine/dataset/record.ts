@@ -26,6 +26,8 @@ export const ProvenanceSchema = z.object({
   license: z.string().nullable(),
   /** The test whose run produced the call. */
   test: z.string().nullable(),
+  /** Third-party packages the sample imports (`harvest --allow-import`) → their version, or null when unknown. */
+  imports: z.record(z.string().nullable()).optional(),
 });
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 

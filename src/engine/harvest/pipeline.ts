@@ -34,8 +34,7 @@ import { movedQuestions, QuestionSchema, triviality, type Question } from '../qu
 import { TracerPool } from '../trace/runner';
 import { captureState, HarvestProcessError, pythonProblem, readBuilt, readCaptured, runHarvestPython, type BuiltSample } from './python-harvest';
 import { silentProgress, type Progress } from './progress';
-import { buildReport, type HarvestReport } from './report';
-import { z } from 'zod';
+import { buildReport, DropEntrySchema, type DropEntry, type HarvestReport, type StageTiming } from './report';
 
 /** Questions, prompt and ground truth for one traced sample, or why there are none. */
 export interface SampleQuestions {
@@ -81,6 +80,8 @@ export interface HarvestOptions {
   runner?: 'auto' | 'unittest' | 'pytest';
   /** Distinct captured calls kept per function. */
   perFunction?: number;
+  /** Third-party top-level packages a sample may import (`build --allow-import`); their versions go in provenance. */
+  allowImports?: readonly string[];
   /** Split fractions by function. */
   splits?: { validation: number; test: number };
   /** Keep only samples whose model pass rate lies in the band (needs a scorer). */
@@ -113,23 +114,6 @@ export interface HarvestDeps {
   warn?: (line: string) => void;
   now?: () => number;
   signal?: AbortSignal;
-}
-
-export const DropEntrySchema = z.object({
-  candidate: z.string(),
-  stage: z.string(),
-  reason: z.string(),
-  file: z.string(),
-  function: z.string(),
-  /** Redactions applied before the drop (still counted). */
-  redactions: z.number().int().nonnegative().default(0),
-});
-export type DropEntry = z.infer<typeof DropEntrySchema>;
-
-export interface StageTiming {
-  stage: string;
-  seconds: number;
-  items: number;
 }
 
 export interface HarvestResult {
@@ -298,10 +282,12 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
   await timed(
     'build',
     async () => {
-      // Reused only when built from these very calls (a continued capture has more).
-      const from = sha256(fs.readFileSync(work.calls, 'utf8'));
+      // Reused only when built from these very calls (a continued capture has more) and the same --allow-import.
+      const allow = (options.allowImports ?? []).flatMap((name) => ['--allow-import', name]);
+      const calls = fs.readFileSync(work.calls, 'utf8');
+      const from = sha256(allow.length ? `${calls}\u0000${allow.join(' ')}` : calls);
       if (hasSummary(work.built) && readText(work.builtFrom) === from) return;
-      await runHarvestPython(['build', '--root', project.root, '--calls', work.calls, '--out', work.built], {
+      await runHarvestPython(['build', '--root', project.root, '--calls', work.calls, '--out', work.built, ...allow], {
         ...pythonRun,
         timeoutMs: Math.min(30 * 60_000, Math.max(60_000, deadline - now())),
       });
@@ -420,7 +406,9 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
     }
     const outcome = trace.outcome;
     if (outcome.kind !== 'returned') return drop(s, 'trace', outcome.kind === 'limit' ? `trace_limit_${outcome.limit}` : `trace_${outcome.kind}`, redactions);
-    if (outcome.value.repr !== result || outcome.value.type !== s.resultType) return drop(s, 'trace', 'trace_mismatch', redactions);
+    // The tracer names a type by its module (`datetime.date`, `__source__.Priority`); capture by its name.
+    const sameType = outcome.value.type === s.resultType || outcome.value.type.endsWith(`.${s.resultType}`);
+    if (outcome.value.repr !== result || !sameType) return drop(s, 'trace', 'trace_mismatch', redactions);
     if (findSecrets(traceValuesText(trace), envSecrets).length > 0) return drop(s, 'scan', 'credential_in_trace', redactions);
 
     // The same call again: a second run in a changed environment, and under the other hash seeds.
@@ -477,6 +465,7 @@ async function harvestInto(store: SampleStore, options: HarvestOptions, deps: Ha
       line: s.line,
       license: project.license,
       test: s.test,
+      ...(s.imports && Object.keys(s.imports).length ? { imports: s.imports } : {}),
     };
     const input = buildSample({
       provenance,

@@ -19,6 +19,8 @@ export const CapturedCallSchema = z.object({
   result: z.string(),
   resultType: z.string(),
   test: z.string().nullable(),
+  /** A generator function's call: `result` is the list of what it yielded to its end; the sample runs `list(entry)`. */
+  generator: z.boolean().optional(),
 });
 export type CapturedCall = z.infer<typeof CapturedCallSchema>;
 
@@ -51,6 +53,8 @@ export const BuiltSampleSchema = CapturedCallSchema.extend({
   segments: z.array(z.tuple([z.number(), z.number(), z.number()])),
   astHash: z.string(),
   nesting: z.number().int().nonnegative(),
+  /** Third-party packages (`--allow-import`) the sample imports → their version (null when unknown). */
+  imports: z.record(z.string().nullable()).optional(),
 });
 export type BuiltSample = z.infer<typeof BuiltSampleSchema>;
 

@@ -8,12 +8,37 @@ import { writeFileAtomic } from '../dataset/parquet';
 import { histogram } from './difficulty';
 import type { ProjectInfo } from './project';
 import type { CaptureSummary } from './python-harvest';
-import { DropEntrySchema, type StageTiming } from './pipeline';
+import { z } from 'zod';
+
+/** One line of the drop log (`drops.jsonl`): a candidate and the stage and reason that dropped it. */
+export const DropEntrySchema = z.object({
+  candidate: z.string(),
+  stage: z.string(),
+  reason: z.string(),
+  file: z.string(),
+  function: z.string(),
+  /** Redactions applied before the drop (still counted). */
+  redactions: z.number().int().nonnegative().default(0),
+});
+export type DropEntry = z.infer<typeof DropEntrySchema>;
+
+export interface StageTiming {
+  stage: string;
+  seconds: number;
+  items: number;
+}
 
 export interface HarvestReport {
   project: Omit<ProjectInfo, 'root'> & { root: string };
   shard: string | null;
-  tests: { runner: string | null; run: number | null; failures: number | null };
+  tests: {
+    runner: string | null;
+    run: number | null;
+    failures: number | null;
+    /** Test modules that could not be collected (import errors), and the first lines of each error. */
+    collectionErrors: number | null;
+    errors: { where: string; lines: string[] }[];
+  };
   /** Items entering each stage, in pipeline order. */
   funnel: { stage: string; count: number }[];
   /** Drop reasons per stage. */
@@ -83,7 +108,13 @@ export function buildReport(input: ReportInput): HarvestReport {
   return {
     project: { ...input.project },
     shard: input.shard,
-    tests: { runner: input.capture?.runner ?? null, run: input.capture?.testsRun ?? null, failures: input.capture?.testFailures ?? null },
+    tests: {
+      runner: input.capture?.runner ?? null,
+      run: input.capture?.testsRun ?? null,
+      failures: input.capture?.testFailures ?? null,
+      collectionErrors: input.capture?.collectionErrors ?? null,
+      errors: input.capture?.errors ?? [],
+    },
     funnel,
     drops: dropsByStage,
     credentials: { dropped: drops.filter((d) => d.reason.startsWith('credential')).length, redacted },
@@ -119,6 +150,10 @@ export function renderReport(report: HarvestReport): string {
   lines.push(`- license: ${p.license ?? '(not found)'}`);
   lines.push(`- modules: ${p.modules}, test files: ${p.testFiles}`);
   lines.push(`- tests: ${report.tests.run ?? '?'} run with ${report.tests.runner ?? '?'}, ${report.tests.failures ?? '?'} failing`);
+  if (report.tests.collectionErrors) lines.push(`- test modules not collected: ${report.tests.collectionErrors} (their tests did not run)`);
+  for (const e of report.tests.errors) {
+    lines.push(`  - \`${e.where}\`: ${e.lines.length ? e.lines.map((l) => l.trim()).join(' / ') : '(no message)'}`);
+  }
   if (report.shard) lines.push(`- shard: ${report.shard}`);
   lines.push(
     `- samples: **${report.samples}** from ${report.functions} functions (${Object.entries(report.splits)

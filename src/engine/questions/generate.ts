@@ -53,10 +53,18 @@ export function normalizeLineText(text: string): string {
   return text.trim().replace(/\s+/g, ' ');
 }
 
-/** The entry call's frame: the first traced function frame at the smallest depth. */
-export function entryFrame(decoded: DecodedTrace): FrameInfo | undefined {
+/**
+ * The entry call's frame: the first traced function frame at the smallest
+ * depth, preferring one of the function `fn` (the sample's function, or its
+ * last dotted part: `Stack.push` → `push`), so a method sample
+ * `Stack([1]).push(2)` is asked about `push`, not `__init__`.
+ */
+export function entryFrame(decoded: DecodedTrace, fn?: string): FrameInfo | undefined {
+  const want = fn?.split('.').pop();
   let best: FrameInfo | undefined;
   let bestDepth = Infinity;
+  let named: FrameInfo | undefined;
+  let namedDepth = Infinity;
   for (const f of decoded.frames) {
     if (f.fn === '<module>') continue;
     const first = decoded.steps[f.steps[0]!]!;
@@ -64,8 +72,47 @@ export function entryFrame(decoded: DecodedTrace): FrameInfo | undefined {
       best = f;
       bestDepth = first.depth;
     }
+    if (want !== undefined && f.fn === want && first.depth < namedDepth) {
+      named = f;
+      namedDepth = first.depth;
+    }
   }
-  return best ?? decoded.frames[0];
+  return named ?? best ?? decoded.frames[0];
+}
+
+/**
+ * The function a trace's entry calls: `f` for `f(1)` and `list(f(1))` (a
+ * generator drained), `push` for `Stack([1]).push(2)`, `f` for `mod:f`.
+ * Undefined for a script.
+ */
+export function entryFunction(trace: Pick<Trace, 'entry'>): string | undefined {
+  const entry = trace.entry;
+  if (entry.kind === 'function') return entry.target.split(':').pop()?.split('.').pop();
+  if (entry.kind !== 'call') return undefined;
+  let expr = entry.expr.trim();
+  const drained = /^list\((.*)\)$/s.exec(expr);
+  if (drained) expr = drained[1]!.trim();
+  // The last name at bracket depth 0 that is called: strings and arguments skipped.
+  let depth = 0;
+  let quote: string | null = null;
+  let last: string | undefined;
+  for (let i = 0; i < expr.length; i++) {
+    const c = expr[i]!;
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === "'" || c === '"') quote = c;
+    else if ('([{'.includes(c)) depth++;
+    else if (')]}'.includes(c)) depth--;
+    else if (depth === 0 && /[A-Za-z_]/.test(c) && (i === 0 || !/[\w]/.test(expr[i - 1]!))) {
+      const name = /^[A-Za-z_]\w*/.exec(expr.slice(i))![0];
+      if (expr[i + name.length] === '(') last = name;
+      i += name.length - 1;
+    }
+  }
+  return last;
 }
 
 /** Line numbers of a function's body: the `def` line's indented block (blank lines included). */
@@ -188,7 +235,7 @@ export interface FrameContext {
 }
 
 export function frameContext(trace: Trace, frameId?: number, decoded: DecodedTrace = decodeTrace(trace)): FrameContext | undefined {
-  const frame = frameId !== undefined ? decoded.frame(frameId) : entryFrame(decoded);
+  const frame = frameId !== undefined ? decoded.frame(frameId) : entryFrame(decoded, entryFunction(trace));
   if (!frame) return undefined;
   const facts = traceFacts(decoded);
   const file = trace.files[frame.file];

@@ -3,7 +3,7 @@
 // A harvest caps their share per project (SEMANTICS §3, issue 22 item 7).
 import { decodeTrace, type DecodedTrace } from '../trace/decode';
 import type { Trace } from '../trace/schema';
-import { entryFrame } from './generate';
+import { entryFrame, entryFunction } from './generate';
 
 export type Triviality = 'few_lines' | 'identity';
 
@@ -17,7 +17,7 @@ export function triviality(trace: Trace, decoded: DecodedTrace = decodeTrace(tra
   if (lines.size <= TRIVIAL_MAX_LINES) return 'few_lines';
   if (trace.outcome.kind !== 'returned') return undefined;
   const out = trace.outcome.value;
-  const frame = entryFrame(decoded);
+  const frame = entryFrame(decoded, entryFunction(trace));
   if (!frame) return undefined;
   // The arguments as the call received them: the locals at the frame's first event.
   const args = decoded.locals(frame.steps[0]!);
