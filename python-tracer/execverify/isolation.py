@@ -177,14 +177,19 @@ def status() -> dict:
     return dict(_status)
 
 
+_label = None
+
+
 def label() -> str:
     """How the jobs of this process are isolated, as traces record it:
     "bubblewrap+seccomp", "seccomp" (no namespaces: not isolated from the
-    machine's files and network), or "none"."""
-    from . import seccomp  # ctypes: the worker imports it anyway
-    if not seccomp.available():
-        return "none"
-    return "bubblewrap+seccomp" if inside() else "seccomp"
+    machine's files and network), or "none". Decided once per process (every
+    trace's head names it)."""
+    global _label
+    if _label is None:
+        from . import seccomp  # ctypes: only where traces are made (the worker has it)
+        _label = "none" if not seccomp.available() else "bubblewrap+seccomp" if inside() else "seccomp"
+    return _label
 
 
 def inside() -> bool:

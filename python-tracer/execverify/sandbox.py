@@ -319,7 +319,7 @@ def _audit_hook(ctx):
     return hook
 
 
-def _child_setup(ctx: Context, limits: Limits, keep=(), facts=None) -> None:
+def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
     """Sets the child up; `facts`: (mapped bytes, open descriptors) as the
     parent saw them just before the fork (read again here when None)."""
     mapped, fds = facts if facts is not None else (mapped_bytes(), _open_fds())
@@ -336,7 +336,7 @@ def _child_setup(ctx: Context, limits: Limits, keep=(), facts=None) -> None:
         ctx.fd = high
     except (NameError, OSError):
         pass
-    _close_inherited(ctx.fd, keep, fds)
+    _close_inherited(ctx.fd, fds)
     # Its own session and process group: kill(0, ...) reaches only the job,
     # and the pool can stop the job and nothing else.
     try:
@@ -434,15 +434,15 @@ def _open_fds() -> list:
         return list(range(3, 4096))
 
 
-def _close_inherited(keep: int, also=(), fds=None) -> None:
-    """Closes every descriptor above 2 except `keep` and `also` (the worker's
-    protocol pipe above all: user code must not be able to write into it).
-    `fds`: the open ones, if known (the descriptor `keep` was moved from is
-    closed already; closing it again is harmless)."""
+def _close_inherited(keep: int, fds=None) -> None:
+    """Closes every descriptor above 2 except `keep`, the job's own pipe (the
+    worker's protocol pipe above all: user code must not be able to write
+    into it). `fds`: the open ones, if known (the descriptor `keep` was moved
+    from is closed already; closing it again is harmless)."""
     if fds is None:
         fds = _open_fds()
     for fd in fds:
-        if fd > 2 and fd != keep and fd not in also:
+        if fd > 2 and fd != keep:
             try:
                 os.close(fd)
             except OSError:

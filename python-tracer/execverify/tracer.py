@@ -13,7 +13,7 @@ import os
 import sys
 from types import CodeType as _CodeType
 
-from . import jsonc, sandbox
+from . import isolation, jsonc, sandbox
 from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
@@ -338,6 +338,7 @@ def prewarm() -> None:
     it once): each job's fresh child then starts with it, instead of each
     building its own."""
     _encoders(DEFAULT_LIMITS["reprChars"], DEFAULT_LIMITS["containerItems"])
+    isolation.label()
 
 
 def ensure_site() -> None:
