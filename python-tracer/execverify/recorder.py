@@ -36,6 +36,7 @@ DEFAULT_LIMITS = {
     "traceBytes": 64 * 1024 * 1024,
     "reprChars": 1000,
     "containerItems": 32,
+    "stdinBytes": 8 * 1024 * 1024,  # a job's standard input at most (more is refused)
 }
 
 _GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
@@ -98,9 +99,10 @@ def encoders(repr_chars: int, container_items: int):
 class Recorder:
     """Turns interpreter events into trace steps (JSON text), within limits."""
 
-    def __init__(self, ctx, limits: dict, files: list, trace_roots=(), entry_json="null"):
+    def __init__(self, ctx, limits: dict, files: list, trace_roots=(), entry_json="null", stdin_json=""):
         self.ctx = ctx
         self.entry_json = entry_json  # the trace's `entry`, as JSON text
+        self.stdin_json = stdin_json  # the trace's `stdin` member (`,"stdin":{...}`), or ""
         self.preload_codes = ()  # code objects to instrument up front (monitoring)
         self.limits = limits
         self.files = files  # [{"path", "source"}], index = file id
@@ -325,17 +327,17 @@ class Recorder:
             self.total_bytes += self.buf_bytes
             self.buf = []
             self.buf_bytes = 0
-        head = head_text(backend, self.entry_json, self.files)
+        head = head_text(backend, self.entry_json, self.files, self.stdin_json)
         out, err = self.ctx.stdout, self.ctx.stderr
         tail = tail_text(outcome, out.text(), out.truncated, err.text(), err.truncated, self.n)
         cpu = "%.3f" % ((time.process_time() - self.cpu_started) * 1000.0)
         self.ctx.write_frames(steps + _frame(TRACE, (head + "\n" + tail + "\n" + cpu).encode()))
 
 
-def head_text(backend: str, entry_text: str, files: list) -> str:
+def head_text(backend: str, entry_text: str, files: list, stdin_text: str = "") -> str:
     """A trace's JSON text up to its steps: `{"schema":...,"steps":[`."""
-    return '%s%s","isolation":"%s"},"entry":%s,"files":[%s],"steps":[' % (
-        _HEAD_START, backend, isolation.label(), entry_text,
+    return '%s%s","isolation":"%s"},"entry":%s%s,"files":[%s],"steps":[' % (
+        _HEAD_START, backend, isolation.label(), entry_text, stdin_text,
         ",".join(['{"path":%s,"source":%s}' % (_q(f["path"]), _q(f["source"])) for f in files]))
 
 

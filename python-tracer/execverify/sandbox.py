@@ -87,7 +87,8 @@ class Limits:
 
     def __init__(self, wall_ms: int = 10000, cpu_ms: int = 10000, memory_mb: int = 1024,
                  output_bytes: int = 1000000, file_bytes: int = 0, allow_writes: bool = False,
-                 allow_network: bool = False, grace_ms: int = 1000, env=None, message_bytes: int = 256 << 20):
+                 allow_network: bool = False, grace_ms: int = 1000, env=None, message_bytes: int = 256 << 20,
+                 stdin=None):
         self.wall_ms = wall_ms
         self.cpu_ms = cpu_ms
         self.memory_mb = memory_mb
@@ -101,6 +102,9 @@ class Limits:
         # What the parent takes from the child's pipe at most: past it the
         # child is killed (a hostile child could otherwise fill the parent's memory).
         self.message_bytes = message_bytes
+        # The job's standard input (bytes), read through a real fd 0 (see
+        # _stdin_fd); None: no input exists and any read is limit 'stdin'.
+        self.stdin = stdin
 
 
 class Outcome:
@@ -277,6 +281,30 @@ class _Stdin:
         pass
 
 
+def _stdin_fd(data: bytes) -> int:
+    """A read-only descriptor holding `data` from its start: a memfd (the
+    input need not fit a pipe's buffer), or a pipe where there is none."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("execverify-stdin")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        ro = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY) if os.path.exists("/proc/self/fd") else -1
+        if ro >= 0:  # the program may not rewrite its own input through fd 0
+            os.close(fd)
+            return ro
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)  # what does not fit is an error, never a child that waits on itself
+        if os.write(w, data) != len(data):
+            raise OSError(errno.EFBIG, "standard input of %d bytes does not fit a pipe here" % len(data))
+    finally:
+        os.close(w)
+    return r
+
+
 def _unix_socket(event, args) -> bool:
     if event == "socket.__new__":
         return len(args) > 1 and args[1] == 1
@@ -337,6 +365,10 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
     except (NameError, OSError):
         pass
     _close_inherited(ctx.fd, fds)
+    if limits.stdin is not None:
+        fd = _stdin_fd(limits.stdin)
+        os.dup2(fd, 0)
+        os.close(fd)
     # Its own session and process group: kill(0, ...) reaches only the job,
     # and the pool can stop the job and nothing else.
     try:
@@ -369,7 +401,12 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
     _setrlimit(resource.RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes)
     _setrlimit(resource.RLIMIT_CORE, 0, 0)
     _setrlimit(resource.RLIMIT_NPROC, 0, 0)  # binds non-root users; root: audit hook
-    sys.stdin = sys.__stdin__ = _Stdin(ctx)
+    if limits.stdin is None:
+        sys.stdin = sys.__stdin__ = _Stdin(ctx)
+    else:
+        # What CPython itself opens as sys.stdin on POSIX (create_stdio):
+        # buffered, lines split at "\n" only; input() and EOF as in a real run
+        sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="strict", newline="\n", closefd=False)
     sys.stdout = ctx.stdout
     sys.stderr = ctx.stderr
     sys.dont_write_bytecode = True

@@ -74,6 +74,7 @@ def prepare(params: dict):
     if not isinstance(entry, dict) or entry.get("kind") not in ("call", "script", "function"):
         raise JobError("bad_entry", "entry must be {kind: 'call'|'script'|'function', ...}")
     kind = entry["kind"]
+    _check_stdin(params)
     path = params.get("path")
     source = params.get("source")
     cwd = params.get("cwd")
@@ -116,6 +117,23 @@ def prepare(params: dict):
     return Job(params, kind, source, filename, code, entry, cwd, entry_code, path or "<source>")
 
 
+def _check_stdin(params: dict) -> None:
+    """A job's `stdin` is text (its UTF-8 bytes are fd 0's content) within
+    the stdinBytes limit; anything else is refused before a fork."""
+    text = params.get("stdin")
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise JobError("bad_entry", "stdin must be text (a string), got %s" % type(text).__name__)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise JobError("bad_entry", "stdin is not valid Unicode text (a lone surrogate)")
+    cap = resolve_limits(params.get("limits"))["stdinBytes"]
+    if len(data) > cap:
+        raise JobError("bad_entry", "stdin is %d bytes, more than the stdinBytes limit (%d)" % (len(data), cap))
+
+
 class Job:
     def __init__(self, params, kind, source, filename, code, entry, cwd, entry_code=None, display=None):
         self.params = params
@@ -130,6 +148,8 @@ class Job:
         self.display = display
         self.modname = None
         self.limits = resolve_limits(params.get("limits"))
+        text = params.get("stdin")  # checked by prepare
+        self.stdin = None if text is None else text.encode("utf-8")
         backend = params.get("backend") or default_backend()
         if backend == "monitoring" and not _HAS_MONITORING:
             raise JobError("bad_entry", "sys.monitoring needs Python 3.12+")
@@ -158,7 +178,7 @@ def run_in_child(job: Job, ctx) -> None:
         d = os.path.dirname(job.filename) if job.filename != "<source>" else None
         if d and d not in sys.path:
             sys.path.insert(0, d)
-    rec = Recorder(ctx, lim, files, roots, _entry_text(job.entry))
+    rec = Recorder(ctx, lim, files, roots, _entry_text(job.entry), _stdin_text(job))
     backend = MonitoringBackend.for_recorder(rec) if job.backend == "monitoring" else SettraceBackend(rec)
     if backend.name == "monitoring" and job.code is not None:
         rec.preload_codes = job.codes or _all_codes(job.code)
@@ -358,16 +378,16 @@ def _run_fresh(params: dict):
     """Full prepare (compile) in the worker, then a fresh fork for this job."""
     ensure_site()
     job = prepare(params)
-    slimits = _limits_for(job.limits, params)
+    slimits = _limits_for(job.limits, params, job.stdin)
     out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
     return _assemble(job, out, slimits)
 
 
-def _limits_for(lim: dict, params: dict):
+def _limits_for(lim: dict, params: dict, stdin=None):
     return sandbox.Limits(
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
         output_bytes=lim["outputBytes"], allow_writes=bool(params.get("allowWrites")),
-        allow_network=False,
+        allow_network=False, stdin=stdin,
         # the trace, both captured streams (4 bytes a character at most) and the framing
         message_bytes=lim["traceBytes"] + 8 * lim["outputBytes"] + (1 << 20))
 
@@ -489,9 +509,15 @@ def _without_steps(job, out, outcome: dict, steps: bytes = b"") -> bytes:
             outcome = {"kind": "tampered", "message": "the traced program tampered with the tracer: "
                                                       "its steps were not the tracer's"}
     head = _head_text(job.backend, _entry_text(job.entry),
-                      [{"path": job.display or "<source>", "source": job.source or ""}]).encode()
+                      [{"path": job.display or "<source>", "source": job.source or ""}], _stdin_text(job)).encode()
     tail = _tail_text(outcome, "", False, "", False, steps.count(b'{"i":')).encode()
     return head + steps + tail + _stats(out, b"") + b"}}"
+
+
+def _stdin_text(job) -> str:
+    """The trace's `stdin` member (the input the run was given), or ""."""
+    text = job.params.get("stdin")
+    return "" if text is None else ',"stdin":{"text":%s}' % _q(text)
 
 
 def _entry_text(entry) -> str:

@@ -1,6 +1,6 @@
 // `execverify trace FILE --entry "f(1)"`: record one run and print it, step by
 // step or as the JSON Trace.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, type Command } from '../command';
 import { resolvePython } from '../../engine/python';
@@ -16,6 +16,7 @@ const LIMIT_FLAGS: Array<[flag: string, key: keyof Limits]> = [
   ['max-depth', 'recursionDepth'],
   ['trace-bytes', 'traceBytes'],
   ['repr-chars', 'reprChars'],
+  ['stdin-bytes', 'stdinBytes'],
 ];
 
 export const traceCommand: Command = {
@@ -23,7 +24,7 @@ export const traceCommand: Command = {
   summary: 'Run FILE under the tracer and print every step (or the JSON trace with --json).',
   usage:
     'execverify trace FILE (--entry "f([1, 2], 3)" | --script [ARG ...] | --function mod:fn [--call-args "1, 2"]) ' +
-    '[--json] [--python PATH] [--backend monitoring|settrace] ' +
+    '[--stdin PATH] [--json] [--python PATH] [--backend monitoring|settrace] ' +
     LIMIT_FLAGS.map(([f]) => `[--${f} N]`).join(' '),
   options: {
     entry: { type: 'string', short: 'e' },
@@ -32,6 +33,7 @@ export const traceCommand: Command = {
     function: { type: 'string' },
     'call-args': { type: 'string' },
     json: { type: 'boolean' },
+    stdin: { type: 'string' },
     python: { type: 'string' },
     backend: { type: 'string' },
     ...Object.fromEntries(LIMIT_FLAGS.map(([f]) => [f, { type: 'string' as const }])),
@@ -74,6 +76,14 @@ export const traceCommand: Command = {
     else job.entry = { kind: 'function', target: String(values.function), args: String(values['call-args'] ?? '') };
     if (job.entry.kind !== 'script' && values.args !== undefined) throw new UsageError('--args only goes with --script');
     if (values.backend) job.backend = values.backend as 'monitoring' | 'settrace';
+    if (typeof values.stdin === 'string') {
+      const input = readStdinFile(path.resolve(io.cwd, values.stdin));
+      if (!input.ok) {
+        io.stderr.write(`execverify trace: --stdin ${values.stdin}: ${input.error}\n`);
+        return 1;
+      }
+      job.stdin = input.text;
+    }
 
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
     const pool = new TracerPool({ python, size: 1, env: io.env });
@@ -93,6 +103,21 @@ export const traceCommand: Command = {
     }
   },
 };
+
+/** The file a run reads as its standard input: UTF-8 text (the trace records it as text). */
+function readStdinFile(file: string): { ok: true; text: string } | { ok: false; error: string } {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    return { ok: false, error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String((err as Error).message) };
+  }
+  try {
+    return { ok: true, text: new TextDecoder('utf-8', { fatal: true }).decode(bytes) };
+  } catch {
+    return { ok: false, error: 'not UTF-8 text (standard input is given as text)' };
+  }
+}
 
 function show(v: Value | undefined): string {
   if (!v) return '?';

@@ -17,6 +17,8 @@ export const TraceJobSchema = z.object({
   entry: EntrySchema,
   /** Working directory of the run (and sys.path root for `function` entries). */
   cwd: z.string().optional(),
+  /** The run's standard input: fd 0 holds this text's UTF-8 bytes (bounded by limits.stdinBytes). Absent: a read is limit `stdin`. */
+  stdin: z.string().optional(),
   limits: LimitsSchema.optional(),
   /** Force a backend (tests compare them); default: monitoring on 3.12+, settrace before. */
   backend: z.enum(['monitoring', 'settrace']).optional(),

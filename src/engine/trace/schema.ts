@@ -145,6 +145,8 @@ export const TraceShapeSchema = z.object({
     isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
   }),
   entry: EntrySchema,
+  /** The standard input the run was given (the job's `stdin`); absent: none, and a read was limit `stdin`. */
+  stdin: z.object({ text: z.string() }).optional(),
   files: z.array(TraceFileSchema).min(1),
   steps: z.array(StepSchema),
   outcome: OutcomeSchema,
@@ -210,5 +212,7 @@ export const LimitsSchema = z.object({
   traceBytes: z.number().int().positive().optional(),
   reprChars: z.number().int().positive().optional(),
   containerItems: z.number().int().positive().optional(),
+  /** The most UTF-8 bytes a job's `stdin` may hold (default 8 MiB); more is refused before the run. */
+  stdinBytes: z.number().int().positive().optional(),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
