@@ -77,7 +77,9 @@ OPS = {
     "trace_batch": trace_batch,
 }
 # The judge's ops (execverify.judge_ops), loaded on first use.
-JUDGE_OPS = ("judge", "judge_batch", "eval_expr", "reward", "reward_batch", "cruxeval_score")
+JUDGE_OPS = ("judge", "judge_batch", "eval_expr", "reward", "reward_batch", "cruxeval_score", "reval_score")
+# Synthesis's static checks and input mutation (execverify.synthesis), loaded on first use.
+SYNTH_OPS = ("synth_analyse", "synth_mutate")
 
 
 # Ops that decide for themselves whether the job needs the user's site
@@ -96,6 +98,9 @@ def _register_optional_ops():
     expr_eval.serve_here()  # answers are evaluated from this worker's own answer host
     for name in JUDGE_OPS:
         OPS[name] = getattr(judge_ops, "op_" + name)
+    from . import synthesis
+    for name in SYNTH_OPS:
+        OPS[name] = getattr(synthesis, "op_" + name)
 
 
 def handle(line: bytes) -> bytes:

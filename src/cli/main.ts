@@ -9,6 +9,7 @@ const commands: Record<string, () => Promise<Command>> = {
   eval: async () => (await import('./commands/eval')).evalCommand,
   harvest: async () => (await import('./commands/harvest')).harvestCommand,
   export: async () => (await import('./commands/export')).exportCommand,
+  synthesize: async () => (await import('./commands/synthesize')).synthesizeCommand,
 };
 
 function help(): string {

@@ -28,6 +28,22 @@ export const ProvenanceSchema = z.object({
   test: z.string().nullable(),
   /** Third-party packages the sample imports (`harvest --allow-import`) → their version, or null when unknown. */
   imports: z.record(z.string().nullable()).optional(),
+  /** How a synthesized or mutated sample was made (docs/synthesis.md); absent for harvested and editor samples. */
+  synthesis: z
+    .object({
+      source: z.enum(['synthesized', 'mutated']),
+      /** Curriculum level of the constraints; null for a mutated harvested sample. */
+      level: z.number().int().positive().nullable(),
+      seed: z.number().int().nonnegative(),
+      /** The spec's id (`s<seed>-<index>`, the Batch custom_id), or the mutated sample's id. */
+      spec: z.string(),
+      constraintsVersion: z.string().nullable(),
+      /** The constraint combination the program was asked to satisfy. */
+      constraints: z.record(z.unknown()).nullable(),
+      /** A mutated sample: the call whose arguments were mutated. */
+      from: z.string().optional(),
+    })
+    .optional(),
 });
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 

@@ -1,0 +1,281 @@
+// Synthesis end to end: the OpenAI-compatible test server scripted to return
+// programs (good, broken, endless, hostile, nondeterministic, duplicated,
+// non-literal), real HTTP, the real tracer under the OS sandbox, the real
+// judge; the batch round trip gives the online dataset; the difficulty filter
+// keeps the band; a killed run resumes to the same dataset.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { readStore } from '../../src/engine/dataset/store';
+import { harvestAsking } from '../../src/engine/harvest/questioner';
+import { ModelProvider } from '../../src/engine/model';
+import { ModelClient } from '../../src/engine/model/client';
+import { BUILTIN_TEMPLATES } from '../../src/engine/model/templates';
+import { pythonTracerDir, resolvePython } from '../../src/engine/python';
+import { TracerPool } from '../../src/engine/trace/runner';
+import { importSynthesisResults, specsOfRequests, writeSynthesisRequests } from '../../src/engine/synthesize/batch';
+import { loadConstraints, sampleSpecs } from '../../src/engine/synthesize/constraints';
+import { readAnswers, synthesize, workFiles, type SynthDrop } from '../../src/engine/synthesize/pipeline';
+import { buildSynthesisReport } from '../../src/engine/synthesize/report';
+import { modelSource } from '../../src/engine/synthesize/source';
+import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+
+const template = BUILTIN_TEMPLATES.find((t) => t.name === 'execverify')!;
+const constraints = loadConstraints();
+const python = resolvePython(undefined, process.env);
+const tracerDir = pythonTracerDir();
+const evil = path.join(os.tmpdir(), `execverify-synth-evil-${process.pid}`);
+
+const answer = (code: string, calls: string[], prose = 'Here it is.') => `${prose}\n\n\`\`\`python\n${code}\`\`\`\n\n\`\`\`\n${calls.join('\n')}\n\`\`\`\n`;
+
+const GOOD = 'def odd_sum(xs):\n    total = 0\n    for x in xs:\n        if x % 2:\n            total += x\n    return total\n';
+// The same program with other names: a near-duplicate for the same arguments.
+const RENAMED = 'def odd_total(values):\n    acc = 0\n    for v in values:\n        if v % 2:\n            acc += v\n    return acc\n';
+const TWO =
+  'def clean(s):\n    return s.strip().lower()\n\ndef words(text):\n    out = []\n    for w in clean(text).split(","):\n        if w:\n            out.append(w)\n    return out\n';
+
+/** The answer of spec i: what each kind of program looks like to the pipeline. */
+const PROGRAMS: { text: string; expect: Record<string, string> | 'kept' }[] = [
+  { text: answer(GOOD, ['odd_sum([1, 2, 3])', 'odd_sum([])']), expect: 'kept' },
+  { text: answer(TWO, ["words(' A,b,,C ')"]), expect: 'kept' },
+  { text: 'I cannot write that program.', expect: { parse: 'no_program' } },
+  { text: answer('def f(x)\n    return x\n', ['f(1)']), expect: { analyse: 'syntax' } },
+  { text: answer(GOOD, ['odd_sum([1])']) + answer(TWO, ["words('a')"]), expect: { parse: 'conflicting_programs' } },
+  { text: answer('def spin(n):\n    while True:\n        n += 1\n', ['spin(1)']), expect: { trace: 'limit_steps|limit_wall_time|limit_cpu_time' } },
+  {
+    text: answer(`def leak(s):\n    with open(${JSON.stringify(evil)}, "w") as f:\n        f.write(s)\n    return s\n`, ["leak('x')"]),
+    expect: { trace: 'raised' },
+  },
+  {
+    text: answer('import socket\n\ndef call_home(port):\n    s = socket.socket()\n    s.connect(("127.0.0.1", port))\n    return 1\n', ['call_home(9)']),
+    expect: { trace: 'raised' },
+  },
+  { text: answer('import os\n\ndef spawn(n):\n    pid = os.fork()\n    return n\n', ['spawn(1)']), expect: { trace: 'limit_fork|raised' } },
+  { text: answer('import random\n\ndef roll(n):\n    return random.randint(1, 10 ** 9) + n\n', ['roll(1)']), expect: { determinism: 'nondeterministic' } },
+  { text: answer('import time\n\ndef now(n):\n    return time.time() + n\n', ['now(1)']), expect: { determinism: 'nondeterministic' } },
+  {
+    text: answer('def uniq(words):\n    return list(set(words))\n', ["uniq(['pear', 'apple', 'fig', 'kiwi', 'plum', 'lime', 'date'])"]),
+    expect: { determinism: 'nondeterministic' },
+  },
+  { text: answer(GOOD, ['odd_sum([1, 2, 3])']), expect: { dedup: 'duplicate' } },
+  { text: answer(RENAMED, ['odd_total([1, 2, 3])']), expect: { dedup: 'near_duplicate' } },
+  { text: answer('def make(n):\n    return object()\n', ['make(1)']), expect: { trace: 'non_literal_result' } },
+  { text: answer('import numpy\n\ndef arr(n):\n    return n\n', ['arr(1)']), expect: { analyse: 'forbidden_import' } },
+  { text: answer('def f(x):\n    return x\n', ['g(1)']), expect: { analyse: 'no_entry' } },
+  { text: answer('def f(x):\n    return x\n', ['f(y)']), expect: { analyse: 'non_literal_input' } },
+];
+const SPEC_RE = /Program (s\d+-\d+):/;
+
+function specIndex(body: Record<string, unknown> | undefined): number | undefined {
+  const messages = (body?.messages ?? []) as { content: string }[];
+  const m = SPEC_RE.exec(messages.at(-1)?.content ?? '');
+  return m ? Number(m[1]!.split('-')[1]) : undefined;
+}
+
+let server: OpenAIServer;
+let judgePool: TracerPool;
+let root: string;
+before(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-test-'));
+  judgePool = new TracerPool({ size: 2 });
+  server = await startOpenAIServer({
+    script: (req) => {
+      const i = specIndex(req.body);
+      if (i !== undefined) return { text: PROGRAMS[i]?.text ?? 'no program' };
+      return { text: 'wrong' };
+    },
+  });
+});
+after(async () => {
+  await server.close();
+  await judgePool.close();
+  fs.rmSync(root, { recursive: true, force: true });
+  fs.rmSync(evil, { force: true });
+});
+
+const specs = sampleSpecs(constraints, { count: PROGRAMS.length, seed: 0 });
+
+async function runOnline(out: string, extra: { limit?: number; mutate?: number } = {}) {
+  const client = new ModelClient({ baseURL: server.url, model: 'm', retries: 0 });
+  try {
+    return await synthesize(
+      { out, specs, constraints, concurrency: 2, ...extra },
+      { python, tracerDir, env: process.env, source: modelSource(client), questioner: harvestAsking(template).questioner },
+    );
+  } finally {
+    client.close();
+  }
+}
+
+/** The online run every test compares with, made once. */
+let online: ReturnType<typeof runOnline> | undefined;
+const onlineRun = () => (online ??= runOnline(path.join(root, 'online')));
+
+function drops(out: string): SynthDrop[] {
+  return fs
+    .readFileSync(workFiles(out).drops, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as SynthDrop);
+}
+
+/** A record without what differs between two runs of the same call (the trace's timing is in its digest). */
+function comparable(out: string) {
+  return readStore(out)
+    .items.map((r) => ({ ...r, trace: { ...r.trace, digest: '' } }))
+    .sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+test('online synthesis keeps the good programs and drops every other with its reason; the machine is unchanged', async () => {
+  const out = path.join(root, 'online');
+  const result = await onlineRun();
+  assert.equal(result.stoppedEarly, false);
+  const kept = readStore(out).items;
+  assert.deepEqual(kept.map((r) => r.entry).sort(), ["words(' A,b,,C ')", 'odd_sum([1, 2, 3])', 'odd_sum([])'].sort());
+  for (const r of kept) {
+    assert.equal(r.provenance.synthesis?.source, 'synthesized');
+    assert.equal(r.provenance.project, 'synthesized');
+    const spec = specs.find((s) => s.id === r.provenance.synthesis!.spec)!;
+    assert.deepEqual(r.provenance.synthesis?.constraints, spec.constraints, 'each sample records its constraints');
+    assert.equal(r.provenance.synthesis?.level, spec.level);
+    assert.ok(r.questions.length > 0);
+    assert.equal(r.trace.isolation !== undefined, true);
+  }
+  const bySpec = new Map<number, SynthDrop[]>();
+  for (const d of drops(out)) {
+    const i = Number(d.spec.split('-')[1]);
+    bySpec.set(i, [...(bySpec.get(i) ?? []), d]);
+  }
+  PROGRAMS.forEach((p, i) => {
+    if (p.expect === 'kept') return assert.equal(bySpec.get(i), undefined, `spec ${i} is kept whole`);
+    const [stage, reasons] = Object.entries(p.expect)[0]!;
+    const got = bySpec.get(i) ?? [];
+    assert.equal(got.length, 1, `spec ${i}: one drop (${JSON.stringify(got)})`);
+    assert.equal(got[0]!.stage, stage, `spec ${i}: ${JSON.stringify(got[0])}`);
+    assert.match(got[0]!.reason, new RegExp(`^(?:${reasons})$`), `spec ${i}: ${JSON.stringify(got[0])}`);
+  });
+  assert.equal(fs.existsSync(evil), false, 'the hostile program wrote nothing outside its sandbox');
+  const report = buildSynthesisReport({ out, constraints: 'x', specs: specs.length, counters: result.counters, totalSeconds: 1, stoppedEarly: false });
+  assert.equal(report.kept, 3);
+  assert.equal(report.drops.dedup?.duplicate, 1);
+  assert.equal(report.drops.dedup?.near_duplicate, 1);
+  assert.equal(report.model.synthesis.requests, PROGRAMS.length);
+  assert.ok(report.model.synthesis.completionTokens > 0);
+  assert.equal(
+    Object.values(report.levels).reduce((a, b) => a + b, 0),
+    3,
+  );
+});
+
+test('the batch round trip (requests → a results file → import) gives the online dataset', async () => {
+  await onlineRun();
+  const requests = path.join(root, 'requests.jsonl');
+  assert.equal(await writeSynthesisRequests(requests, { model: 'm' }, specs, constraints), PROGRAMS.length);
+  const lines = fs
+    .readFileSync(requests, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { custom_id: string; body: Record<string, unknown> });
+  // The results file as a batch runner writes it, in another order, with one line per request.
+  const results = lines
+    .reverse()
+    .map((l) => ({
+      id: `batch_req_${l.custom_id}`,
+      custom_id: l.custom_id,
+      response: {
+        status_code: 200,
+        body: {
+          id: 'x',
+          object: 'chat.completion',
+          model: 'm',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: PROGRAMS[specIndex(l.body)!]!.text } }],
+          usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
+        },
+      },
+      error: null,
+    }))
+    .map((l) => JSON.stringify(l))
+    .join('\n');
+  const offline = path.join(root, 'offline');
+  const fromRequests = specsOfRequests(fs.readFileSync(requests, 'utf8'), constraints, { model: 'm' });
+  assert.deepEqual(fromRequests, specs, 'the request file gives the specs back');
+  fs.mkdirSync(offline, { recursive: true });
+  const summary = importSynthesisResults(offline, results, fromRequests);
+  assert.equal(summary.imported, PROGRAMS.length);
+  assert.deepEqual(summary.errors, []);
+  await synthesize(
+    { out: offline, specs: fromRequests, constraints, concurrency: 2 },
+    { python, tracerDir, env: process.env, questioner: harvestAsking(template).questioner },
+  );
+  assert.deepEqual(comparable(offline), comparable(path.join(root, 'online')));
+  const sortDrops = (d: SynthDrop[]) => d.map((x) => `${x.candidate}:${x.reason}`).sort();
+  assert.deepEqual(sortDrops(drops(offline)), sortDrops(drops(path.join(root, 'online'))));
+  assert.equal(importSynthesisResults(offline, results, fromRequests).imported, 0, 'importing again adds nothing');
+});
+
+test('a run stopped by --limit resumes without asking again, to the same dataset', async () => {
+  await onlineRun();
+  const out = path.join(root, 'resumed');
+  const first = await runOnline(out, { limit: 1 });
+  assert.equal(first.stoppedEarly, true);
+  assert.equal(readStore(out).items.length, 1);
+  const asked = readAnswers(workFiles(out).answers).size;
+  const requestsBefore = server.stats.requests;
+  // A torn last line, as a kill in the middle of a write leaves it.
+  fs.appendFileSync(path.join(out, 'samples.jsonl'), '{"schema":"execverify.sample/1","id":"ab');
+  await runOnline(out);
+  assert.equal(server.stats.requests - requestsBefore, PROGRAMS.length - asked, 'only the specs never asked are asked');
+  assert.deepEqual(comparable(out), comparable(path.join(root, 'online')));
+  const ids = readStore(out).items.map((r) => r.id);
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test('the difficulty filter records k answers per sample and keeps the band', async () => {
+  // The reference model is right on odd_sum's prompts and wrong on the others: a pass rate of 1 and of 0.
+  const prompts = new Map<string, string>();
+  for (const [code, call] of [
+    [GOOD, 'odd_sum([1, 2, 3])'],
+    [GOOD, 'odd_sum([])'],
+  ] as const) {
+    const trace = await judgePool.trace({ path: 'p.py', source: code, entry: { kind: 'call', expr: call } });
+    const asked = harvestAsking(template).questioner(trace, { code, entry: call, function: 'odd_sum' });
+    assert.ok(!('skip' in asked));
+    prompts.set(asked.prompt.at(-1)!.content, asked.reference!);
+  }
+  const scoring = await startOpenAIServer({
+    script: (req) => {
+      const content = ((req.body?.messages ?? []) as { content: string }[]).at(-1)?.content ?? '';
+      const ref = prompts.get(content);
+      const n = Number(req.body?.n ?? 1);
+      // 3 of 10 right: inside the paper's band (≤ 3 of 10).
+      return { text: Array.from({ length: n }, (_, i) => (ref && i < 3 ? ref : 'wrong')) };
+    },
+  });
+  const provider = new ModelProvider({ baseURL: scoring.url, model: 'ref', retries: 0 });
+  const out = path.join(root, 'difficulty');
+  try {
+    const { questioner, scorer } = harvestAsking(template, { provider, workers: judgePool, k: 10 });
+    const client = new ModelClient({ baseURL: server.url, model: 'm', retries: 0 });
+    await synthesize(
+      { out, specs: specs.slice(0, 2), constraints, concurrency: 2, passBand: { min: 0.1, max: 0.3 } },
+      { python, tracerDir, env: process.env, source: modelSource(client), questioner, scorer },
+    );
+    client.close();
+  } finally {
+    provider.close();
+    await scoring.close();
+  }
+  const kept = readStore(out).items;
+  assert.deepEqual(kept.map((r) => r.entry).sort(), ['odd_sum([1, 2, 3])', 'odd_sum([])']);
+  for (const r of kept) {
+    assert.equal(r.difficulty.k, 10);
+    assert.equal(r.difficulty.passRate, 0.3);
+    assert.equal(r.answers.length, 10);
+  }
+  const dropped = drops(out).filter((d) => d.stage === 'difficulty');
+  assert.equal(dropped.length, 1, 'words(...) got 0 of 10 right: below the band');
+  assert.equal(dropped[0]!.reason, 'outside_pass_band');
+});
