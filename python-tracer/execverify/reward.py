@@ -215,18 +215,23 @@ def trl_reward(prompts: Any = None, completions: Any = None, ground_truth: Any =
 trl_reward.__name__ = "execverify_reward"  # the name TRL logs the reward under
 
 
+def responses_of(queries: Sequence[Any], prompts: Sequence[Any]) -> List[str]:
+    """OpenRLHF's queries are prompt + response: the response is what follows the prompt."""
+    responses = []
+    for q, p in zip(queries, prompts):
+        q = q if isinstance(q, str) else ""
+        p = p if isinstance(p, str) else ""
+        responses.append(q[len(p):] if p and q.startswith(p) else q)
+    return responses
+
+
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]) -> Any:
     """OpenRLHF: `--remote_rm_url <this file> --label_key ground_truth`.
 
     `queries` are prompt + response; the response is the part after the prompt.
     Returns a torch tensor of rewards when torch is importable, else a list.
     """
-    responses = []
-    for q, p in zip(queries, prompts):
-        q = q if isinstance(q, str) else ""
-        p = p if isinstance(p, str) else ""
-        responses.append(q[len(p):] if p and q.startswith(p) else q)
-    rewards = [float(s["reward"]) for s in score_batch(list(labels), responses)]
+    rewards = [float(s["reward"]) for s in score_batch(list(labels), responses_of(queries, prompts))]
     try:
         import torch
 
