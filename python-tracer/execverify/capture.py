@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import dis
 import fnmatch
 import json
@@ -34,6 +35,7 @@ from . import reconstruct
 # and resume: one "call" is not one input -> one output.
 _GENERATOR = 0x20
 _SUSPENDING_FLAGS = _GENERATOR | 0x80 | 0x100 | 0x200
+_OPTIMIZED = 0x01  # a function's code (a class body's is not)
 _VARARGS = 0x04
 _VARKEYWORDS = 0x08
 _RETURN_OPS = frozenset(
@@ -269,8 +271,6 @@ def _trampoline(code, index: int, kind: str):
     """A code object with `code`'s name, signature, file and first line whose
     body is one line: into the recorder (`call`), or once into the counter
     for a method or generator (`once`). None when it cannot be built."""
-    if code.co_freevars:
-        return None  # a closure's code must keep its free variables (a method using super())
     name = code.co_name
     pos, posonly, star, kwonly, dstar = _signature(code)
     every = list(pos) + list(kwonly) + [n for n in (star, dstar) if n]
@@ -289,7 +289,7 @@ def _trampoline(code, index: int, kind: str):
     items = list(pos) + (["*" + star] if star else [])
     args = "(%s)" % "".join(item + ", " for item in items)
     kw = "{%s}" % ", ".join(["%r: %s" % (k, k) for k in kwonly] + (["**" + dstar] if dstar else []))
-    if kind == "call":
+    if kind in ("call", "method", "init", "touch"):
         body = "return %s.leave(%s.enter(%d, %s, %s), %s.t[%d](%s))" % (hook, hook, index, args, kw, hook, index, ", ".join(forward))
     elif kind == "gencall":
         # A generator function stays one: its first next() describes the
@@ -301,15 +301,133 @@ def _trampoline(code, index: int, kind: str):
     else:
         body = "return %s.once(%d)(%s)" % (hook, index, ", ".join(forward))
     source = "def %s(%s): %s\n" % (name, ", ".join(params), body)
+    free = code.co_freevars
+    if free:
+        # A closure's code keeps its free variables (a method using super()
+        # has `__class__`): the trampoline is made inside a function that binds
+        # the same names, and names them in a lambda it never calls.
+        if any(not n.isidentifier() or n in every for n in free):
+            return None
+        source = "def __execverify_outer__():\n    %s = None\n    def %s(%s): return (lambda: (%s,)) and %s\n" % (
+            " = ".join(free), name, ", ".join(params), ", ".join(free), body[len("return "):])
     try:
         module = compile(source, code.co_filename, "exec", dont_inherit=True)
     except SyntaxError:
         return None
     made = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    if free:
+        made = next(c for c in made.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+        if made.co_freevars != free:
+            return None
     changes = {"co_firstlineno": code.co_firstlineno}
     if hasattr(code, "co_qualname"):
         changes["co_qualname"] = code.co_qualname
     return made.replace(**changes)
+
+
+# Reading a class's MRO and dict, and an instance's __dict__, through the C
+# descriptors: a metaclass or class cannot run code for these.
+_MRO = type.__dict__["__mro__"].__get__
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+# Calls of a method on instances that are not fresh (or touches by a dunder)
+# before it stops being followed, and constructions per `__init__`: a method
+# called in a hot loop on one object costs the capture nothing after that.
+_MAX_METHOD_MISSES = 2000
+_MAX_CONSTRUCTIONS = 4000
+# Fresh instances remembered at once (oldest forgotten first).
+_MAX_FRESH = 20000
+_MISS = object()
+
+
+def _lookup(cls, name):
+    """What `name` is on instances of `cls` by its MRO, from the class dicts (no code runs)."""
+    try:
+        for klass in _MRO(cls):
+            found = _CLASS_DICT(klass).get(name, _MISS)
+            if found is not _MISS:
+                return found
+    except Exception:
+        pass
+    return None
+
+
+def _instance_dict(obj):
+    """An instance's `__dict__` through the C descriptor, or None (slots, a property named __dict__)."""
+    for klass in _MRO(type(obj)):
+        desc = _CLASS_DICT(klass).get("__dict__")
+        if desc is not None:
+            if type(desc) is not types.GetSetDescriptorType:
+                return None
+            state = desc.__get__(obj)
+            return state if type(state) is dict else None
+    return None
+
+
+def _state(obj, limit):
+    """What a fresh instance holds, to see that nothing changed it before its
+    first method call: the identities of its attributes, and their repr when
+    they are all exact literal types (an in-place change of a list attribute)."""
+    state = _instance_dict(obj)
+    if state is None:
+        return None
+    ids = tuple((k, id(v)) for k, v in dict.items(state))
+    return ids, repr(state) if _plain(state, limit, 0) is None else None
+
+
+_RECORDING_KINDS = ("call", "gencall", "method", "init", "touch")
+
+
+def _method_kind(attr, code):
+    """How a function in a top-level class's body is followed: `init`
+    (constructions), `method` (a sample's call), `touch` (a dunder or an
+    alias: its call uses an instance's freshness up), or None (generators)."""
+    if code.co_flags & _SUSPENDING_FLAGS:
+        return None
+    if attr == "__init__":
+        return "init"
+    if (attr.startswith("__") and attr.endswith("__")) or code.co_name != attr:
+        return "touch"
+    return "method"
+
+
+def _bare_instance(obj, cls, namespace):
+    """`Box()` for an instance of a class of this module that keeps object's
+    `__init__` and `__new__` and holds no attribute: it is what `Box()` makes."""
+    if _lookup(cls, "__init__") is not object.__init__ or _lookup(cls, "__new__") is not object.__new__:
+        return None
+    state = _instance_dict(obj)
+    if state is None or state or type(namespace) is not dict:
+        return None
+    name = _TYPE_NAME(cls)
+    return "%s()" % name if namespace.get(name) is cls else None
+
+
+def _class_functions(namespace):
+    """{id(code): (`Class.name`, kind, function)} for the functions of a module's top-level classes."""
+    found = {}
+    module = namespace.get("__name__")
+    for name, cls in list(namespace.items()):
+        try:
+            if not isinstance(cls, type) or _TYPE_NAME(cls) != name or _CLASS_DICT(cls).get("__module__") != module:
+                continue
+            for attr, fn in list(_CLASS_DICT(cls).items()):
+                if type(fn) is types.FunctionType:
+                    kind = _method_kind(attr, fn.__code__)
+                    if kind is not None:
+                        found[id(fn.__code__)] = ("%s.%s" % (name, attr), kind, fn)
+        except Exception:
+            continue
+    return found
+
+
+class _Construction:
+    """An `__init__` in progress: the instance and the `Class(args)` that rebuilds it (or why not)."""
+
+    __slots__ = ("obj", "cls", "namespace", "ctor", "reason")
+
+    def __init__(self, obj, cls, namespace, ctor, reason):
+        self.obj, self.cls, self.namespace, self.ctor, self.reason = obj, cls, namespace, ctor, reason
 
 
 class _Tap:
@@ -396,6 +514,11 @@ class CallCapture:
         self._keep = []
         self._hook_installed = False
         self._running = False
+        # methods
+        self._fresh = {}  # id(instance) -> [`Class(args)` or None, class, namespace, state, reason]
+        self._misses = Counter()  # slot index or id(code) -> method calls that gave no record / constructions
+        self._given_up = set()  # slot indexes of methods no longer followed
+        self._class_codes = {}  # id(module globals) -> (globals, {id(code): (qualname, kind, function)})
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -468,16 +591,30 @@ class CallCapture:
         """(relative file, name) for a capturable function, or a drop reason, or None."""
         rel = self._project_file(code.co_filename)
         name = code.co_name
-        if rel is None or name.startswith("<"):
-            return None  # tests; comprehensions, lambdas, module bodies
+        if rel is None or name.startswith("<") or not code.co_flags & _OPTIMIZED:
+            return None  # tests; comprehensions, lambdas, module and class bodies
         if code.co_flags & _SUSPENDING_FLAGS:
             # Plain generators are followed through their yields by sys.monitoring only.
             if self.backend != "monitoring" or code.co_flags & _SUSPENDING_FLAGS != _GENERATOR:
                 return "generator"
         target = module_globals.get(name)
         if getattr(target, "__code__", None) is not code:
-            return "generator" if code.co_flags & _SUSPENDING_FLAGS else "method_or_nested"
+            if code.co_flags & _SUSPENDING_FLAGS:
+                return "generator"
+            method = self._method_of(code, module_globals)
+            if method is None:
+                return "method_or_nested"
+            return (rel, method[0], method[1])
         return (rel, name)
+
+    def _method_of(self, code, namespace):
+        """(`Class.method`, kind, function) when `code` is a function of a
+        top-level class of this module (monitoring, settrace), else None."""
+        entry = self._class_codes.get(id(namespace))
+        if entry is None or entry[0] is not namespace or id(code) not in entry[1]:
+            entry = (namespace, _class_functions(namespace))  # a class made since the last look
+            self._class_codes[id(namespace)] = entry
+        return entry[1].get(id(code))
 
     def _info(self, frame):
         code = frame.f_code
@@ -553,6 +690,114 @@ class CallCapture:
         self.calls.append(call)
         return self._per_function[info] >= self.per_function
 
+    def _begin_init(self, obj, args, keywords, namespace):
+        """The construction to remember when `__init__` returns: `Class(args)`
+        of the instance's own class when the module binds it by its name."""
+        cls = type(obj)
+        name = _TYPE_NAME(cls)
+        if type(namespace) is not dict or namespace.get(name) is not cls:
+            return None
+        ctor, why = _call_text(name, args, keywords, self.repr_limit, self.container_limit, namespace)
+        return _Construction(obj, cls, namespace, ctor, None if ctor else "instance_" + why)
+
+    def _built(self, construction) -> None:
+        """`__init__` returned: the instance is fresh until its first method call."""
+        if len(self._fresh) >= _MAX_FRESH:
+            for key in list(self._fresh)[:_MAX_FRESH // 2]:
+                del self._fresh[key]
+        c = construction
+        self._fresh[id(c.obj)] = [c.ctor, c.cls, c.namespace, _state(c.obj, self.container_limit) if c.ctor else None, c.reason]
+
+    def _begin_method(self, info, line, positional, keywords, namespace, resolves):
+        """The pending call `Class(args).method(args)` (as `_begin`'s), None, or
+        _MISS when the instance is not one a sample can rebuild.
+
+        The rule (docs/harvest.md, "Methods"): a method call is a sample only
+        when it is the first call of a method on an instance since its
+        `__init__` returned, the instance holds what it held then, and the
+        method is what `Class(...).method` finds; or when the instance is a
+        dataclass that its fields describe whole. Any method call on an
+        instance uses its freshness up: a later call depends on earlier ones.
+        """
+        obj = positional[0]
+        fresh = self._fresh.pop(id(obj), None) if self._fresh else None
+        if self._per_function[info] >= self.per_function:
+            self._fn_drop("per_function_cap", "%s:%s" % info)
+            return None
+        cls = type(obj)
+        method = info[1].rpartition(".")[2]
+        if not resolves(_lookup(cls, method)):
+            self.drops["method_overridden"] += 1  # reached through super() or Base.method(obj)
+            return _MISS
+        if fresh is not None and fresh[1] is cls and fresh[2] is namespace:
+            if fresh[0] is None:
+                self.drops[fresh[4]] += 1
+                return _MISS
+            if _state(obj, self.container_limit) != fresh[3]:
+                self.drops["instance_changed"] += 1  # changed from outside between construction and call
+                return _MISS
+            instance = fresh[0]
+        else:
+            instance = self._dataclass_instance(obj, cls, namespace) or _bare_instance(obj, cls, namespace)
+            if instance is None:
+                self.drops["instance_not_fresh"] += 1
+                return _MISS
+        call, why = _call_text(method, positional[1:], keywords, self.repr_limit, self.container_limit, namespace)
+        if call is None:
+            self.drops[why] += 1
+            return None
+        expr = "%s.%s" % (instance, call)
+        if len(expr) > self.repr_limit * 2:
+            self.drops["args_too_large"] += 1
+            return None
+        if self.max_calls and len(self.calls) >= self.max_calls:
+            self.drops["capture_cap"] += 1
+            return None
+        if (info[0], expr) in self._seen:
+            self.drops["duplicate_call"] += 1
+            return None
+        self._begun += 1
+        return (info, line, expr, namespace)
+
+    def _dataclass_instance(self, obj, cls, namespace):
+        """`Item(name='a', qty=2)` for an instance of a dataclass of this module
+        whose fields are all it holds (the generated `__init__`, no
+        `__post_init__`): its fields describe it whenever it is called."""
+        fields = _lookup(cls, "__dataclass_fields__")
+        if type(fields) is not dict or _lookup(cls, "__post_init__") is not None:
+            return None
+        init = _lookup(cls, "__init__")
+        if type(init) is not types.FunctionType or self._project_file(init.__code__.co_filename) is not None:
+            return None  # a hand-written __init__: only a fresh instance is known
+        state = _instance_dict(obj)
+        if state is None or set(state) != {f.name for f in dataclasses.fields(cls)}:
+            return None
+        if type(namespace) is not dict or namespace.get(_TYPE_NAME(cls)) is not cls:
+            return None
+        text, _why = reconstruct.describe(obj, namespace, self.container_limit)
+        return text
+
+    def _frame_method(self, code, frame_locals, info, namespace):
+        """A method frame at its start (monitoring, settrace): a construction,
+        a pending call, None or _MISS."""
+        got = _frame_arguments(code, frame_locals)
+        if got is None or not got[0]:
+            return None
+        positional, keywords = got
+        obj = positional[0]
+
+        def resolves(found):
+            return type(found) is types.FunctionType and found.__code__ is code
+
+        if info[2] == "init":
+            if not resolves(_lookup(type(obj), "__init__")):
+                return None
+            return self._begin_init(obj, positional[1:], keywords, namespace)
+        if info[2] == "touch":
+            self._fresh.pop(id(obj), None)
+            return _MISS
+        return self._begin_method(info[:2], code.co_firstlineno, positional, keywords, namespace, resolves)
+
     def _abandon(self) -> None:
         """A generator closed or dropped before its end: nothing to record."""
         self._finished += 1
@@ -585,9 +830,10 @@ class CallCapture:
                 continue
             new += 1
             self._instrument_module(module, rel)
-        for slot in self._slots:
+        for index, slot in enumerate(self._slots):
             slot[4] = 0  # a new test: no trampoline frame of an earlier one is live
-            if slot[5] in ("call", "gencall") and slot[0].__code__ is slot[1] and self._per_function[slot[3]] < self.per_function:
+            if (slot[5] in _RECORDING_KINDS and slot[0].__code__ is slot[1] and index not in self._given_up
+                    and (slot[5] in ("init", "touch") or self._per_function[slot[3]] < self.per_function)):
                 slot[0].__code__ = slot[2]  # suspended by a deep recursion in the last test
         return new
 
@@ -622,33 +868,45 @@ class CallCapture:
                 else:
                     self._swap(value, "once", ("method_or_nested", self._code_key(code)))
             elif isinstance(value, type) and namespace.get("__name__") == value.__dict__.get("__module__"):
-                self._instrument_class(value, own, seen, 0)
+                top = namespace.get(_TYPE_NAME(value)) is value
+                self._instrument_class(value, own, seen, 0 if top else 1, rel)
 
-    def _instrument_class(self, cls, own, seen, depth) -> None:
+    def _instrument_class(self, cls, own, seen, depth, rel) -> None:
+        """Methods of a top-level class record (`method`), or follow the
+        instances a sample can rebuild (`init`, `touch`); the others are counted once."""
         if depth > 3:
             return
-        for value in list(cls.__dict__.values()):
-            if type(value) in (staticmethod, classmethod):
+        for attr, value in list(_CLASS_DICT(cls).items()):
+            bound = type(value) in (staticmethod, classmethod)
+            if bound:
                 value = value.__func__
             if type(value) is types.FunctionType and own(value):
                 seen.add(id(value))
                 code = value.__code__
                 if code.co_flags & _SUSPENDING_FLAGS and not code.co_flags & _GENERATOR:
                     continue
-                self._swap(value, "generator" if code.co_flags & _GENERATOR else "once",
-                           ("generator" if code.co_flags & _GENERATOR else "method_or_nested", self._code_key(code)))
-            elif isinstance(value, type) and value.__dict__.get("__module__") == cls.__dict__.get("__module__"):
-                self._instrument_class(value, own, seen, depth + 1)
+                if _FRAME_NAMES.intersection(code.co_names):
+                    # Even the one-call counting trampoline is a frame it would see.
+                    self._fn_drop("inspects_frames", self._code_key(code))
+                    continue
+                kind = None if bound or depth else _method_kind(attr, code)
+                if kind is not None:
+                    self._swap(value, kind, (rel, "%s.%s" % (_TYPE_NAME(cls), attr)))
+                else:
+                    self._swap(value, "generator" if code.co_flags & _GENERATOR else "once",
+                               ("generator" if code.co_flags & _GENERATOR else "method_or_nested", self._code_key(code)))
+            elif isinstance(value, type) and _CLASS_DICT(value).get("__module__") == _CLASS_DICT(cls).get("__module__"):
+                self._instrument_class(value, own, seen, depth + 1, rel)
 
     def _swap(self, fn, kind, info) -> None:
-        if kind in ("call", "gencall") and self._per_function[info] >= self.per_function:
+        if kind in ("call", "gencall", "method") and self._per_function[info] >= self.per_function:
             return
         index = len(self._slots)
         original = fn.__code__
         code = _trampoline(original, index, kind)
         if code is None:
             return
-        if kind in ("call", "gencall"):
+        if kind in _RECORDING_KINDS:
             target = types.FunctionType(original, fn.__globals__, fn.__name__, None, fn.__closure__)
             target.__qualname__ = fn.__qualname__
         else:
@@ -667,7 +925,9 @@ class CallCapture:
             slot[4] += 1
             if slot[4] >= _MAX_TRAMPOLINE_DEPTH:
                 slot[0].__code__ = slot[1]  # deeper calls run the function's own code directly
-            return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items(), slot[0].__globals__))
+            if slot[5] in ("call", "gencall"):
+                return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items(), slot[0].__globals__))
+            return (index, self._enter_method(index, slot, positional, keywords))
         except Exception:
             self.drops["capture_error"] += 1
             return None
@@ -678,12 +938,45 @@ class CallCapture:
             if pending is not None:
                 slot = self._slots[pending[0]]
                 slot[4] -= 1
-                if pending[1] is not None and self._finish(pending[1], value):
+                if pending[1].__class__ is _Construction:
+                    self._built(pending[1])
+                elif pending[1] is not None and self._finish(pending[1], value):
                     slot[0].__code__ = slot[1]  # capped: the function runs at full speed from now on
                     self._fn_drop("per_function_cap", "%s:%s" % slot[3])
         except Exception:
             self.drops["capture_error"] += 1
         return value
+
+    def _enter_method(self, index, slot, positional, keywords):
+        """A method trampoline's first half: a construction, a pending call or None."""
+        fn, kind = slot[0], slot[5]
+        if not positional:
+            return None
+        if kind == "init":
+            self._misses[index] += 1
+            if self._misses[index] > _MAX_CONSTRUCTIONS:
+                self._give_up(index, slot)
+            obj = positional[0]
+            if _lookup(type(obj), "__init__") is not fn:
+                return None  # a base class's __init__ called by the instance's own
+            return self._begin_init(obj, positional[1:], keywords.items(), fn.__globals__)
+        if kind == "touch":
+            self._fresh.pop(id(positional[0]), None)
+            pending = _MISS
+        else:
+            pending = self._begin_method(slot[3], slot[1].co_firstlineno, positional, keywords.items(), fn.__globals__,
+                                         lambda found: found is fn)
+        if pending is _MISS:
+            self._misses[index] += 1
+            if self._misses[index] > _MAX_METHOD_MISSES:
+                self._give_up(index, slot)
+            return None
+        return pending
+
+    def _give_up(self, index, slot) -> None:
+        """A method only ever called on instances a sample cannot rebuild runs its own code from now on."""
+        slot[0].__code__ = slot[1]
+        self._given_up.add(index)
 
     def drain(self, pending, generator):
         """Second half of a generator's trampoline: delegates to the generator
@@ -738,18 +1031,26 @@ class CallCapture:
         info = self._info(frame)
         if info is None or info.__class__ is str:
             return None
-        got = _frame_arguments(frame.f_code, frame.f_locals)
-        if got is None:
-            self.drops["args_unavailable"] += 1
-            return None
-        pending = self._begin(info, frame.f_code.co_firstlineno, *got, frame.f_globals)
+        if len(info) == 3:
+            pending = self._frame_method(frame.f_code, frame.f_locals, info, frame.f_globals)
+            if pending is _MISS:
+                pending = None
+        else:
+            got = _frame_arguments(frame.f_code, frame.f_locals)
+            if got is None:
+                self.drops["args_unavailable"] += 1
+                return None
+            pending = self._begin(info, frame.f_code.co_firstlineno, *got, frame.f_globals)
         if pending is None:
             return None
         frame.f_trace_lines = False
 
         def on_event(frame, event, arg):
             if event == "return" and _returned_normally(frame):
-                self._finish(pending, arg)
+                if pending.__class__ is _Construction:
+                    self._built(pending)
+                else:
+                    self._finish(pending, arg)
             return on_event
 
         return on_event
@@ -790,6 +1091,8 @@ class CallCapture:
         info = self._info(frame)
         if info is None or info.__class__ is str:
             return sys.monitoring.DISABLE  # never a candidate again: no more events from here
+        if len(info) == 3:
+            return self._mon_method(frame, code, info)
         if self._per_function[info] >= self.per_function:
             self._fn_drop("per_function_cap", "%s:%s" % info)
             return sys.monitoring.DISABLE
@@ -815,6 +1118,24 @@ class CallCapture:
                 self._pending[id(frame)] = pending
         return None
 
+    def _mon_method(self, frame, code, info):
+        if info[2] == "method" and self._per_function[info[:2]] >= self.per_function:
+            self._fn_drop("per_function_cap", "%s:%s" % info[:2])
+            return sys.monitoring.DISABLE
+        key = id(code)
+        if info[2] == "init":
+            self._misses[key] += 1
+            if self._misses[key] > _MAX_CONSTRUCTIONS:
+                return sys.monitoring.DISABLE
+        got = self._frame_method(code, frame.f_locals, info, frame.f_globals)
+        if got is _MISS:
+            self._misses[key] += 1
+            if self._misses[key] > _MAX_METHOD_MISSES:
+                return sys.monitoring.DISABLE  # only ever called on instances a sample cannot rebuild
+        elif got is not None:
+            self._pending[id(frame)] = got
+        return None
+
     def _mon_yield(self, code, offset, value):
         entry = self._pending.get(id(sys._getframe(1))) if self._pending else None
         if entry is None or entry.__class__ is not list:
@@ -834,7 +1155,9 @@ class CallCapture:
         pending = self._pending.pop(id(sys._getframe(1)), None)
         if pending is None:
             return None
-        if pending.__class__ is list:
+        if pending.__class__ is _Construction:
+            self._built(pending)
+        elif pending.__class__ is list:
             self._generators -= 1
             if pending[1] is None:
                 self._finished += 1

@@ -183,3 +183,45 @@ test('the entry frame of a method or generator sample is the function the sample
   assert.equal(call('Circle(radius=2).area(digits=1)'), 'area');
   assert.equal(entryFunction({ entry: { kind: 'function', target: 'pkg.mod:g', args: '' } }), 'g');
 });
+
+test('methods: Class(args).method(args) from fresh instances, the class cut out, never a changed instance', async () => {
+  const { records, report, drops } = await harvestFixture('methods');
+  const byEntry = new Map(records.map((r) => [r.entry, r]));
+  const entries = [...byEntry.keys()].sort();
+  for (const e of [
+    'Counter(5).bump(1)',
+    "Item(name='pen', qty=3).total(2)",
+    "Unit('km', 1000).convert(1.5)",
+    "Child('a', '!').label(2)",
+    "Base('x').label(1)",
+    'Stack([1, 2]).push(3)',
+  ]) {
+    assert.ok(byEntry.has(e), `${e} in ${entries.join(', ')}`);
+  }
+  // The instances the tests changed, and a second call, are not samples.
+  assert.equal(
+    records.filter((r) => /^(Counter\(1\)|Stack\(\[1\]\))/.test(r.entry) || r.result.repr === '7' || r.result.repr === '12').length,
+    0,
+    entries.join(', '),
+  );
+  assert.equal(report.drops.capture?.instance_changed, 2);
+  // A dataclass changed after construction is described by its fields at the call
+  // (one-line `total`: its second sample waits behind the first as trivial).
+  assert.ok(
+    drops.some((d) => d.function === 'Item.total' && d.reason === 'trivial_cap'),
+    JSON.stringify(drops.filter((d) => d.function === 'Item.total')),
+  );
+  const unit = byEntry.get("Unit('km', 1000).convert(1.5)")!;
+  assert.equal(unit.provenance.function, 'Unit.convert');
+  assert.match(unit.code, /class Registry\(type\):/, 'the metaclass comes along');
+  assert.doesNotMatch(unit.code, /class Counter/);
+  const child = byEntry.get("Child('a', '!').label(2)")!;
+  assert.match(child.code, /class Base:[\s\S]*class Child\(Base\):/, 'the base class comes first');
+  // Questions are about the method's own frame: its lines, never `self` or a class.
+  for (const r of records) {
+    for (const q of r.questions) {
+      if (q.kind === 'state') assert.notEqual(q.variable, 'self', `${r.entry}: ${JSON.stringify(q)}`);
+    }
+  }
+  assert.equal(report.drops.capture?.method_or_nested, undefined);
+});
