@@ -321,6 +321,8 @@ def judge_output(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAUL
     """
     if truth.get("scorer") == "cruxeval":
         return _cruxeval_official("output", answer, truth, opts, evaluator)
+    if truth.get("scorer") == "stdout":
+        return judge_stdout(answer, truth, opts)
     if not isinstance(answer, str) or not answer.strip():
         return verdict(False, "no_answer")
     if len(answer) > MAX_ANSWER_CHARS:
@@ -400,6 +402,37 @@ def _call_shape(call: str, fn: str) -> Optional[bool]:
         return True
     except Exception:
         return False
+
+
+def normalize_stdout(text: str) -> str:
+    """The printed-output rule of the competitive-programming benchmarks
+    (CodeContests, LiveCodeBench): "\r\n" is "\n", trailing whitespace of
+    each line and trailing blank lines do not count; leading and inner
+    whitespace do."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def judge_stdout(answer: Any, truth: Dict[str, Any], opts: JudgeOptions = DEFAULT_OPTIONS) -> Dict[str, Any]:
+    """What a script prints: truth {"scorer": "stdout", "expected": text}. The answer is a Python
+    string literal (`"6\\n"`), or the bare text when unquoted strings are
+    allowed; both sides compared under normalize_stdout."""
+    if not isinstance(answer, str):
+        return verdict(False, "no_answer")
+    if len(answer) > MAX_ANSWER_CHARS:
+        return verdict(False, "answer_too_long")
+    expected = truth.get("expected")
+    if not isinstance(expected, str):
+        return verdict(False, "truth_inexact")
+    ok, text = parse_literal(answer.strip())
+    if not (ok and isinstance(text, str)):
+        if not opts.unquoted_strings:
+            return verdict(False, "not_a_literal")
+        text = answer
+    same = normalize_stdout(text) == normalize_stdout(expected)
+    return verdict(same, "equal" if same else "stdout_differs")
 
 
 JUDGES: Dict[str, Callable[..., Dict[str, Any]]] = {

@@ -49,7 +49,12 @@ export const TruthByKind = {
   }),
   coverage: z.object({ covered: z.boolean() }),
   /** The entry call's return value; or the official CRUXEval rule (scorer: cruxeval). */
-  output: z.union([z.object({ value: ValueSchema }), z.object({ scorer: z.literal('cruxeval'), code: z.string(), input: z.string(), expected: z.string() })]),
+  output: z.union([
+    z.object({ value: ValueSchema }),
+    z.object({ scorer: z.literal('cruxeval'), code: z.string(), input: z.string(), expected: z.string() }),
+    /** What a script prints (`expected`), compared under the stdout whitespace rule (judge.normalize_stdout; docs/self-simulation.md). */
+    z.object({ scorer: z.literal('stdout'), expected: z.string() }),
+  ]),
   /** Any call of `fn` that returns `output` (executed with `code`); or the official CRUXEval rule. */
   input: z.union([
     z.object({ code: z.string(), fn: z.string(), output: ValueSchema }),

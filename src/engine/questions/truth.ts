@@ -31,7 +31,8 @@ export function toGroundTruth(
 export function referenceLine(q: Question): string {
   switch (q.kind) {
     case 'output':
-      return 'value' in q.truth ? q.truth.value.repr : q.truth.expected;
+      // A script's printed text is answered as a Python string literal (JSON's is one).
+      return 'value' in q.truth ? q.truth.value.repr : q.truth.scorer === 'stdout' ? JSON.stringify(q.truth.expected) : q.truth.expected;
     case 'input':
       return q.call;
     case 'next_line':
