@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<Command>> = {
   harvest: async () => (await import('./commands/harvest')).harvestCommand,
   export: async () => (await import('./commands/export')).exportCommand,
   synthesize: async () => (await import('./commands/synthesize')).synthesizeCommand,
+  'serve-reward': async () => (await import('./commands/serve-reward')).serveRewardCommand,
 };
 
 function help(): string {
