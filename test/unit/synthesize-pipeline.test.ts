@@ -279,3 +279,52 @@ test('the difficulty filter records k answers per sample and keeps the band', as
   assert.equal(dropped.length, 1, 'words(...) got 0 of 10 right: below the band');
   assert.equal(dropped[0]!.reason, 'outside_pass_band');
 });
+
+test('export selects by curriculum level and pass band; synthesize prompts writes the Batch file from the CLI', async () => {
+  await onlineRun();
+  const { main } = await import('../../src/cli/main');
+  const io = (lines: string[]) => ({
+    stdout: { write: (t: string) => (lines.push(t), true) } as unknown as NodeJS.WritableStream,
+    stderr: { write: (t: string) => (lines.push(t), true) } as unknown as NodeJS.WritableStream,
+    env: process.env,
+    cwd: root,
+    signal: new AbortController().signal,
+  });
+  const levels = readStore(path.join(root, 'online')).items.map((r) => r.provenance.synthesis!.level!);
+  const one = levels[0]!;
+  const out: string[] = [];
+  assert.equal(await main(['export', 'online', '--format', 'openrlhf', '--out', 'exp', '--levels', String(one)], io(out)), 0);
+  const rows = fs
+    .readdirSync(path.join(root, 'exp'))
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      fs
+        .readFileSync(path.join(root, 'exp', f), 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean),
+    );
+  assert.equal(rows.length, levels.filter((l) => l === one).length);
+  const unscored: string[] = [];
+  assert.equal(
+    await main(['export', 'online', '--format', 'openrlhf', '--out', 'exp2', '--pass-band', 'paper'], io(unscored)),
+    1,
+    'nothing scored: nothing in the band',
+  );
+  assert.match(unscored.join(''), /left out 3 samples: not scored/);
+  const bad: string[] = [];
+  assert.equal(await main(['export', 'online', '--format', 'openrlhf', '--out', 'exp3', '--pass-band', 'half'], io(bad)), 2);
+  assert.match(bad.join(''), /paper/);
+  const p: string[] = [];
+  assert.equal(await main(['synthesize', 'prompts', '--count', '3', '--seed', '5', '--out', 'req.jsonl', '--model', 'm'], io(p)), 0);
+  const written = fs
+    .readFileSync(path.join(root, 'req.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { custom_id: string; url: string });
+  assert.deepEqual(
+    written.map((l) => l.custom_id),
+    ['s5-0', 's5-1', 's5-2'],
+  );
+  assert.equal(written[0]!.url, '/v1/chat/completions');
+});

@@ -6,11 +6,12 @@ import { exportRecords, parseShard } from '../../engine/dataset/exporters';
 import { ExportFormatSchema } from '../../engine/dataset/formats';
 import { SplitSchema, type Split } from '../../engine/dataset/record';
 import { readStore } from '../../engine/dataset/store';
+import { parseBand, selectRecords } from '../../engine/synthesize/select';
 
 export const exportCommand: Command = {
   name: 'export',
   summary: 'Write the samples of STORE (a harvest --out directory) for a trainer: verl Parquet, TRL, OpenRLHF JSONL, ShareGPT SFT, or CWM trace frames.',
-  usage: `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet]`,
+  usage: `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet] [--levels 1,2] [--pass-band MIN,MAX|paper]`,
   options: {
     format: { type: 'string', short: 'f' },
     out: { type: 'string', short: 'o' },
@@ -18,6 +19,8 @@ export const exportCommand: Command = {
     split: { type: 'string' },
     'data-source': { type: 'string' },
     parquet: { type: 'boolean' },
+    levels: { type: 'string' },
+    'pass-band': { type: 'string' },
   },
   async run(values, positionals, io) {
     if (positionals.length !== 1) throw new UsageError('give exactly one STORE (the --out directory of `execverify harvest`)');
@@ -35,8 +38,21 @@ export const exportCommand: Command = {
       });
     }
     if (values.parquet && format.data !== 'trl') throw new UsageError('--parquet applies to --format trl (verl is always Parquet)');
+    let levels: number[] | undefined;
+    if (typeof values.levels === 'string') {
+      levels = values.levels.split(',').map((s) => Number(s.trim()));
+      if (levels.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError(`--levels takes curriculum levels, e.g. 1,2; got '${values.levels}'`);
+    }
+    const band = values['pass-band'] === undefined ? undefined : parseBand(String(values['pass-band']));
+    if (typeof band === 'string') throw new UsageError(band);
     const store = readStore(path.resolve(io.cwd, positionals[0]!));
-    const result = exportRecords(store.items, {
+    // Synthesized samples by curriculum level and pass rate (docs/synthesis.md#export).
+    const selected = selectRecords(store.items, {
+      ...(levels ? { levels } : {}),
+      ...(band ? { passBand: band } : {}),
+    });
+    for (const [reason, n] of Object.entries(selected.skipped)) io.stdout.write(`left out ${n} samples: ${reason}\n`);
+    const result = exportRecords(selected.kept, {
       format: format.data,
       out: path.resolve(io.cwd, values.out),
       shard,

@@ -6,7 +6,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, type Command, type CliIO } from '../command';
-import { parsePassBand, type PassBand } from '../../engine/harvest/difficulty';
+import type { PassBand } from '../../engine/harvest/difficulty';
+import { parseBand } from '../../engine/synthesize/select';
 import { streamProgress, silentProgress } from '../../engine/harvest/progress';
 import { harvestAsking, harvestTemplate } from '../../engine/harvest/questioner';
 import { ModelProvider } from '../../engine/model';
@@ -19,9 +20,6 @@ import { loadConstraints, sampleSpecs, type Spec } from '../../engine/synthesize
 import { synthesize } from '../../engine/synthesize/pipeline';
 import { buildSynthesisReport, renderSynthesisReport, writeSynthesisReport } from '../../engine/synthesize/report';
 import { modelSource } from '../../engine/synthesize/source';
-
-/** The paper's rule: a sample the reference model gets right more than 3 times in 10 is dropped. */
-export const PAPER_PASS_BAND: PassBand = { min: 0, max: 0.3 };
 
 function count(values: Record<string, unknown>, flag: string, fallback?: number, min = 1): number | undefined {
   const raw = values[flag];
@@ -42,9 +40,8 @@ function levels(raw: unknown): number[] | undefined {
 
 export function passBandOf(raw: unknown): PassBand | undefined {
   if (raw === undefined) return undefined;
-  if (String(raw) === 'paper') return PAPER_PASS_BAND;
-  const band = parsePassBand(String(raw));
-  if (typeof band === 'string') throw new UsageError(`${band}, or 'paper' (${PAPER_PASS_BAND.min},${PAPER_PASS_BAND.max})`);
+  const band = parseBand(String(raw));
+  if (typeof band === 'string') throw new UsageError(band);
   return band;
 }
 
