@@ -351,7 +351,15 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
     """Sets the child up; `facts`: (mapped bytes, open descriptors) as the
     parent saw them just before the fork (read again here when None)."""
     mapped, fds = facts if facts is not None else (mapped_bytes(), _open_fds())
-    # Descriptors: only our pipe survives; 0/1/2 point at /dev/null.
+    child_detach(ctx, fds)
+    child_limit(ctx, limits, mapped)
+
+
+def child_detach(ctx: Context, fds=None, keep=()) -> None:
+    """The part of a child's set-up that needs no job: descriptors (only the
+    message pipe and `keep` survive; 0/1/2 point at /dev/null), its own
+    session, its signals and captured streams. A pre-forked child
+    (prefork.py) does it before its job exists."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -364,20 +372,13 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
         ctx.fd = high
     except (NameError, OSError):
         pass
-    _close_inherited(ctx.fd, fds)
-    if limits.stdin is not None:
-        fd = _stdin_fd(limits.stdin)
-        os.dup2(fd, 0)
-        os.close(fd)
+    _close_inherited(ctx.fd, fds, keep)
     # Its own session and process group: kill(0, ...) reaches only the job,
     # and the pool can stop the job and nothing else.
     try:
         os.setsid()
     except OSError:
         pass
-    if limits.env is not None or not _ENV_IS_JOBS:
-        os.environ.clear()
-        os.environ.update(limits.env if limits.env is not None else _JOB_ENV)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         try:
             signal.signal(sig, signal.SIG_DFL)
@@ -389,6 +390,25 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
         "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
     signal.signal(signal.SIGPROF, lambda s, f: ctx.limit(
         "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
+    sys.stdout = ctx.stdout
+    sys.stderr = ctx.stderr
+    sys.dont_write_bytecode = True
+
+
+def child_limit(ctx: Context, limits: Limits, mapped: int) -> None:
+    """The part of a child's set-up that needs the job's limits: its input,
+    environment, rlimits, CPU timer and, last, the seccomp filter and the
+    audit hook. Nothing of the job's code has been read yet. `mapped`: the
+    bytes the process maps before the job (the memory budget comes on top)."""
+    ctx.limits = limits
+    ctx.stdout.cap = ctx.stderr.cap = limits.output_bytes
+    if limits.stdin is not None:
+        fd = _stdin_fd(limits.stdin)
+        os.dup2(fd, 0)
+        os.close(fd)
+    if limits.env is not None or not _ENV_IS_JOBS:
+        os.environ.clear()
+        os.environ.update(limits.env if limits.env is not None else _JOB_ENV)
     # CPU time to the millisecond (SIGPROF); RLIMIT_CPU, in whole seconds,
     # stops a job that blocks SIGPROF
     signal.setitimer(signal.ITIMER_PROF, limits.cpu_ms / 1000.0)
@@ -407,9 +427,6 @@ def _child_setup(ctx: Context, limits: Limits, facts=None) -> None:
         # What CPython itself opens as sys.stdin on POSIX (create_stdio):
         # buffered, lines split at "\n" only; input() and EOF as in a real run
         sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", errors="strict", newline="\n", closefd=False)
-    sys.stdout = ctx.stdout
-    sys.stderr = ctx.stderr
-    sys.dont_write_bytecode = True
     # The last layer, after every set-up step that needs what it refuses.
     if seccomp is not None and seccomp.available():
         seccomp.not_dumpable()
@@ -471,15 +488,15 @@ def _open_fds() -> list:
         return list(range(3, 4096))
 
 
-def _close_inherited(keep: int, fds=None) -> None:
-    """Closes every descriptor above 2 except `keep`, the job's own pipe (the
-    worker's protocol pipe above all: user code must not be able to write
-    into it). `fds`: the open ones, if known (the descriptor `keep` was moved
-    from is closed already; closing it again is harmless)."""
+def _close_inherited(keep: int, fds=None, also=()) -> None:
+    """Closes every descriptor above 2 except `keep`, the job's own pipe, and
+    `also` (the worker's protocol pipe above all: user code must not be able
+    to write into it). `fds`: the open ones, if known (the descriptor `keep`
+    was moved from is closed already; closing it again is harmless)."""
     if fds is None:
         fds = _open_fds()
     for fd in fds:
-        if fd > 2 and fd != keep:
+        if fd > 2 and fd != keep and fd not in also:
             try:
                 os.close(fd)
             except OSError:
@@ -503,6 +520,7 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     fn's return value, if it returns, is sent as the RESULT message (JSON);
     fn may also send messages itself. on_message(kind, payload), if given, is
     called in the parent as messages arrive (they are also kept in order).
+    prefork.Forkserver.run is the same with a child forked ahead of its job.
     """
     r, w = os.pipe()
     sys.stdout.flush()
@@ -513,72 +531,15 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
-        code = 0
-        try:
-            os.close(r)
-            ctx = Context(w, limits)
-            try:
-                _child_setup(ctx, limits, facts=facts)
-                result = fn(ctx)
-                if result is not None:
-                    ctx.send(RESULT, _json_dumps(result).encode())
-            except MemoryError:
-                ctx.limit("memory", "the run used more than %d MB" % limits.memory_mb)
-            except BaseException as e:  # noqa: B902 - report, never propagate into the worker
-                try:
-                    ctx.send(ERROR, _json_dumps({"code": "internal", "message": "%s: %s" % (
-                        type(e).__name__, e)}).encode())
-                except BaseException:  # noqa: B902
-                    code = 70
-        finally:
-            _real_exit(code)
+        os.close(r)
+        child_run(w, limits, lambda ctx: _child_setup(ctx, limits, facts=facts), fn)
     os.close(w)
     out = Outcome()
     deadline = start + limits.wall_ms / 1000.0
-    kill_at = None
-    buf = bytearray()
-    received = 0
     status = None
     rusage = None
     try:
-        while True:
-            now = time.monotonic()
-            if kill_at is None and now >= deadline:
-                out.wall_killed = True
-                _kill(pid, signal.SIGUSR1)
-                kill_at = now + limits.grace_ms / 1000.0
-            if kill_at is not None and now >= kill_at:
-                _kill(pid, signal.SIGKILL)
-                kill_at = float("inf")
-            wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
-            timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
-            try:
-                ready, _, _ = select.select([r], [], [], timeout)
-            except InterruptedError:
-                continue
-            if not ready:
-                continue
-            try:
-                data = os.read(r, _READ_SIZE)
-            except InterruptedError:
-                continue
-            if not data:
-                break
-            received += len(data)
-            if received > limits.message_bytes:
-                out.overflowed = True
-                _kill(pid, signal.SIGKILL)
-                break
-            buf += data
-            while len(buf) >= 5:
-                kind, n = _HDR.unpack_from(buf)
-                if len(buf) < 5 + n:
-                    break
-                payload = bytes(buf[5:5 + n])
-                del buf[:5 + n]
-                out.messages.append((kind, payload))
-                if on_message is not None:
-                    on_message(kind, payload)
+        collect(out, r, pid, deadline, limits, on_message)
     finally:
         os.close(r)
         # The pipe closed: the child is exiting. Reap it; if it lingers (it
@@ -602,6 +563,84 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
                 break
             time.sleep(pause)
             pause = min(pause * 2, 0.01)
+    ended(out, start, status, rusage)
+    return out
+
+
+def child_run(fd: int, limits: Limits, setup, fn) -> None:
+    """The body of a job's child: setup(ctx), then fn(ctx), whose result (if
+    not None) is sent as RESULT; a MemoryError is the memory limit, anything
+    else an internal ERROR. Never returns: the child exits here."""
+    code = 0
+    try:
+        ctx = Context(fd, limits)
+        try:
+            setup(ctx)
+            result = fn(ctx)
+            if result is not None:
+                ctx.send(RESULT, _json_dumps(result).encode())
+        except MemoryError:
+            ctx.limit("memory", "the run used more than %d MB" % ctx.limits.memory_mb)
+        except BaseException as e:  # noqa: B902 - report, never propagate into the worker
+            try:
+                ctx.send(ERROR, _json_dumps({"code": "internal", "message": "%s: %s" % (
+                    type(e).__name__, e)}).encode())
+            except BaseException:  # noqa: B902
+                code = 70
+    finally:
+        _real_exit(code)
+
+
+def collect(out: Outcome, r: int, pid: int, deadline: float, limits: Limits, on_message=None) -> None:
+    """Reads the child's messages from `r` into `out` until the child closes
+    its end, bounded by limits.message_bytes; at `deadline` it signals the
+    child (SIGUSR1: report the wall-time limit), after the grace period kills it."""
+    kill_at = None
+    buf = bytearray()
+    received = 0
+    while True:
+        now = time.monotonic()
+        if kill_at is None and now >= deadline:
+            out.wall_killed = True
+            _kill(pid, signal.SIGUSR1)
+            kill_at = now + limits.grace_ms / 1000.0
+        if kill_at is not None and now >= kill_at:
+            _kill(pid, signal.SIGKILL)
+            kill_at = float("inf")
+        wait_until = deadline if kill_at is None else min(kill_at, now + 0.05)
+        timeout = max(0.0, min(wait_until - now, 0.5)) if wait_until != float("inf") else 0.05
+        try:
+            ready, _, _ = select.select([r], [], [], timeout)
+        except InterruptedError:
+            continue
+        if not ready:
+            continue
+        try:
+            data = os.read(r, _READ_SIZE)
+        except InterruptedError:
+            continue
+        if not data:
+            return
+        received += len(data)
+        if received > limits.message_bytes:
+            out.overflowed = True
+            _kill(pid, signal.SIGKILL)
+            return
+        buf += data
+        while len(buf) >= 5:
+            kind, n = _HDR.unpack_from(buf)
+            if len(buf) < 5 + n:
+                break
+            payload = bytes(buf[5:5 + n])
+            del buf[:5 + n]
+            out.messages.append((kind, payload))
+            if on_message is not None:
+                on_message(kind, payload)
+
+
+def ended(out: Outcome, start: float, status, rusage) -> None:
+    """Completes `out` with the child's wall time, exit status and rusage
+    (`rusage`: anything with ru_utime, ru_stime and ru_maxrss, or None)."""
     out.wall_ms = (time.monotonic() - start) * 1000.0
     if status is not None:
         if os.WIFSIGNALED(status):
@@ -611,7 +650,6 @@ def run_isolated(fn, limits: Limits, on_message=None) -> Outcome:
     if rusage is not None:
         out.cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
         out.peak_kb = rusage.ru_maxrss
-    return out
 
 
 def _await_exit(pid: int, until: float) -> None:

@@ -13,7 +13,7 @@ import os
 import sys
 from types import CodeType as _CodeType
 
-from . import isolation, jsonc, sandbox
+from . import isolation, jsonc, prefork, sandbox
 from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
@@ -375,12 +375,37 @@ def ensure_site() -> None:
 
 
 def _run_fresh(params: dict):
-    """Full prepare (compile) in the worker, then a fresh fork for this job."""
-    ensure_site()
+    """Full prepare (compile) in the worker, then a fresh child for this job:
+    one the fork server forked before the job existed (prefork.py), or a
+    fork of this process where there is no fork server."""
     job = prepare(params)
     slimits = _limits_for(job.limits, params, job.stdin)
-    out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
+    server = prefork.server()
+    if server is not None:
+        if job.source is not None and params.get("source") is None:
+            params = dict(params, source=job.source)  # read once, here
+        out = server.run(TRACE_JOB, _json_dumps(params).encode(), slimits)
+    else:
+        ensure_site()
+        out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
     return _assemble(job, out, slimits)
+
+
+TRACE_JOB = b"T"  # a trace job's kind for the fork server
+
+
+def _child_job(ctx, payload: bytes) -> None:
+    """A trace job in a pre-forked child: the job as the worker sent it,
+    prepared again here (the worker's compiled code is not in this process)."""
+    try:
+        job = prepare(jsonc.loads(payload))
+    except JobError as e:
+        ctx.send(BAD_JOB, _json_dumps({"code": e.code, "message": e.message}).encode())
+        return
+    run_in_child(job, ctx)
+
+
+prefork.register(TRACE_JOB, _child_job)
 
 
 def _limits_for(lim: dict, params: dict, stdin=None):

@@ -31,7 +31,7 @@ import gc
 import os
 import sys
 
-from . import isolation, pytracer, sandbox, tracer
+from . import isolation, prefork, pytracer, sandbox, tracer
 from .errors import OpError
 from .jsonc import dumps, loads
 
@@ -148,6 +148,9 @@ def main(argv=None) -> int:
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
+    # The jobs' children come from a fork server forked now, before any
+    # request: it never holds a job (prefork.py); it runs `site` itself.
+    prefork.start(warm=tracer.ensure_site)
     proto = os.dup(1)
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     sys.stdout = sys.stderr

@@ -1,0 +1,215 @@
+"""The fork server (execverify/prefork.py): every job's child is forked before
+its job exists, by a process that never held a job, and so holds nothing of
+any other job; the traces it gives are the ones a fork per job gives."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+from execverify import prefork, tracer
+
+from .tracer_support import TRACER_DIR, WORKER_MAIN, Worker, WorkerTestCase
+
+# A job that looks for `needle` (given in two halves, so that the whole never
+# exists in its own memory) in every readable mapping of its own process.
+SCAN = """
+def f(a, b):
+    found = []
+    with open('/proc/self/maps') as fh:
+        maps = fh.read().splitlines()
+    with open('/proc/self/mem', 'rb', buffering=0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith('r') or '[vvar' in line or '[vsyscall' in line:
+                continue
+            lo, hi = (int(x, 16) for x in span.split('-'))
+            try:
+                mem.seek(lo)
+                data = mem.read(hi - lo)
+            except (OSError, ValueError, OverflowError):
+                continue
+            i = data.find(a)
+            while i >= 0:
+                if data[i + len(a):i + len(a) + len(b)] == b:
+                    found.append(line)
+                    break
+                i = data.find(a, i + 1)
+    return (len(maps) > 5, found)
+"""
+
+
+def job(src, expr, path="prog.py", **extra):
+    j = {"source": textwrap.dedent(src), "path": path, "entry": {"kind": "call", "expr": expr}}
+    j.update(extra)
+    return j
+
+
+@unittest.skipUnless(prefork.available(), "the fork server needs Linux")
+class ChildrenHoldOnlyTheirOwnJob(WorkerTestCase):
+    def test_no_byte_of_another_job_of_the_batch_is_in_a_childs_memory(self):
+        # the job before and the job after the scanner carry a secret; the
+        # whole batch is in the worker's memory while the scanner runs
+        secret = "zq" + "SECRET-OF-ANOTHER-JOB-4f1c9" * 3
+        holder = "def f():\n    return %r\n" % secret
+        a, b = secret[:20], secret[20:]
+        r = self.w.request("trace_batch", jobs=[
+            job(holder, "f()", "a.py"),
+            job(SCAN, "f(%r.encode(), %r.encode())" % (a, b), "scan.py"),
+            job(holder, "f()", "c.py")])
+        first, scan, last = r["result"]["traces"]
+        self.assertEqual(first["outcome"]["value"]["repr"], repr(secret))
+        self.assertEqual(last["outcome"]["value"]["repr"], repr(secret))
+        self.assertEqual(scan["outcome"]["kind"], "returned", scan["outcome"])
+        # it did read its memory (more than a few mappings), and found nothing
+        self.assertEqual(scan["outcome"]["value"]["repr"], "(True, [])")
+
+    def test_the_scan_finds_a_secret_that_is_in_its_own_job(self):
+        # the control: the same scan finds the secret where it is there
+        secret = "zq" + "SECRET-OF-THIS-JOB-77ab" * 3
+        src = SCAN + "\nKEPT = %r\n" % secret
+        t = self.w.trace(src, "f(%r.encode(), %r.encode())" % (secret[:20], secret[20:]))
+        self.assertEqual(t["outcome"]["kind"], "returned", t["outcome"])
+        self.assertNotEqual(t["outcome"]["value"]["repr"], "(True, [])")
+
+    def test_a_jobs_parent_is_the_fork_server_and_each_job_has_its_own_child(self):
+        src = """
+            import os
+            def f():
+                with open('/proc/%d/stat' % os.getppid()) as fh:
+                    grandparent = int(fh.read().rsplit(')', 1)[1].split()[1])
+                return (os.getpid(), os.getppid(), grandparent)
+            """
+        worker_pid = self.w.request("ping")["result"]["pid"]
+        seen = [json.loads(self.w.trace(src)["outcome"]["value"]["repr"].replace("(", "[").replace(")", "]"))
+                for _ in range(3)]
+        self.assertEqual(len({s[0] for s in seen}), 3)  # one child per job
+        for _pid, parent, grandparent in seen:
+            self.assertNotEqual(parent, worker_pid)  # not forked by the worker,
+            self.assertEqual(grandparent, worker_pid)  # but by its fork server
+
+
+def _children(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@unittest.skipUnless(prefork.available(), "the fork server needs Linux")
+class TheServerEndsWithItsWorker(unittest.TestCase):
+    """Unsandboxed (no PID namespace to end them), the fork server and the
+    spare children still end when their worker does."""
+
+    def check(self, stop):
+        env = dict(os.environ, EXECVERIFY_SANDBOX="off")
+        env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        w = Worker.__new__(Worker)
+        w.proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        w.n = 0
+        try:
+            self.assertEqual(w.trace("def f():\n    return 1\n")["outcome"]["value"]["repr"], "1")
+            servers = _children(w.proc.pid)
+            self.assertEqual(len(servers), 1, servers)
+            spares = _children(servers[0])
+            # the next job's child was asked for when this one was taken;
+            # it is there once the server has forked it
+            deadline = time.monotonic() + 60
+            while not spares and time.monotonic() < deadline:
+                time.sleep(0.01)
+                spares = _children(servers[0])
+            self.assertEqual(len(spares), 1)
+            stop(w.proc)
+            w.proc.wait(30)
+            deadline = time.monotonic() + 60
+            while any(_alive(p) for p in servers + spares) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual([p for p in servers + spares if _alive(p)], [])
+        finally:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+            w.proc.stdin.close()
+            w.proc.stdout.close()
+
+    def test_when_its_input_ends(self):
+        self.check(lambda p: p.stdin.close())
+
+    def test_when_it_is_killed(self):
+        self.check(lambda p: p.send_signal(signal.SIGKILL))
+
+
+@unittest.skipUnless(prefork.available(), "the fork server needs Linux")
+class SameTracesAsAForkPerJob(unittest.TestCase):
+    """tracer.trace in this process, with and without a fork server."""
+
+    JOBS = [
+        job("def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n", "f([1, 2, 3])"),
+        job("def f():\n    print('hi')\n    raise ValueError('no')\n", "f()"),
+        job("import time\ndef f():\n    time.sleep(60)\n", "f()", limits={"wallTimeMs": 300}),
+        job("def f():\n    while True:\n        pass\n", "f()", limits={"cpuTimeMs": 200, "traceBytes": 1 << 31}),
+        job("def f():\n    return bytearray(1 << 31)\n", "f()", limits={"memoryMb": 100}),
+        job("def f():\n    return input() + input()\n", "f()", stdin="ab\ncd\n"),
+        job("def f():\n    return input()\n", "f()"),
+        job("import os\ndef f():\n    x = 1\n    os._exit(3)\n", "f()"),
+        job("import os, signal\ndef f():\n    os.kill(os.getpid(), signal.SIGKILL)\n", "f()"),
+        job("import os\ndef f():\n    return os.fork()\n", "f()"),
+        job("def f():\n    open('/var/tmp/x', 'w')\n", "f()"),
+    ]
+
+    @staticmethod
+    def comparable(t):
+        t = dict(t)
+        t.pop("stats")
+        if t["outcome"].get("kind") == "crashed":
+            t["outcome"] = dict(t["outcome"])
+        return t
+
+    def test_each_outcome_and_its_steps_are_the_same(self):
+        plain = [tracer.trace(j) for j in self.JOBS]
+        srv = prefork.Forkserver()
+        srv.start()
+        saved, prefork._server = prefork._server, srv
+        try:
+            served = [tracer.trace(j) for j in self.JOBS]
+        finally:
+            prefork._server = saved
+            srv.close()
+        kinds = [(t["outcome"]["kind"], t["outcome"].get("limit")) for t in served]
+        self.assertEqual(kinds, [("returned", None), ("raised", None), ("limit", "wall_time"), ("limit", "cpu_time"),
+                                 ("limit", "memory"), ("returned", None), ("limit", "stdin"), ("crashed", None),
+                                 ("crashed", None), ("limit", "fork"), ("raised", None)])
+        for a, b in zip(plain, served):
+            if a["outcome"]["kind"] in ("returned", "raised", "crashed"):
+                self.assertEqual(self.comparable(a), self.comparable(b))
+            else:  # where a limit cut the run, how far it got may differ
+                self.assertEqual(a["outcome"], b["outcome"])
+            self.assertGreater(b["stats"]["wallMs"], 0)
+            self.assertGreater(b["stats"]["peakMemoryKb"], 0)
+        self.assertEqual(served[7]["outcome"]["exitCode"], 3)
+        self.assertEqual(served[8]["outcome"]["signal"], "SIGKILL")
+        self.assertEqual(served[5]["outcome"]["value"]["repr"], "'abcd'")
+
+
+if __name__ == "__main__":
+    unittest.main()
