@@ -1,0 +1,119 @@
+"""The entry a debug-adapter tracer runs: a file's module body, then one call
+expression in its namespace, between two lines the tracer stops at.
+
+``python -m execverify.dap_entry PATH EXPR``. The tracer sets a breakpoint on
+the line marked ``# entry``, steps in until the call returns to this module,
+and reads ``outcome`` at the line marked ``# outcome``.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import types
+
+from .values import Encoder
+
+# Where debugpy keeps the values of the calls that returned into a frame
+# (pydevd_constants.RETURN_VALUES_DICT, with `showReturnValue`).
+RETURN_VALUES = "__pydevd_ret_val_dict"
+# Names debugpy itself puts in a stopped frame's locals (and the in-process tracer never sees).
+DEBUGGER_NAMES = frozenset([RETURN_VALUES, "__exception__"])
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+
+
+def load(path):
+    """The file as a module named after it (as the in-process tracer names it)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit("execverify.dap_entry: cannot load " + path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _evaluated_frame():
+    """The frame the debugger evaluates our expression in (the DAP request's
+    frameId): debugpy's pydevd_vars.evaluate_expression holds it as `frame`,
+    on this thread, a few frames below us."""
+    caller = sys._getframe(1)
+    while caller is not None:
+        frame = caller.f_locals.get("frame") if caller.f_code.co_name == "evaluate_expression" else None
+        if isinstance(frame, types.FrameType):
+            return frame
+        caller = caller.f_back
+    return None
+
+
+def _returning_frame(evaluated):
+    """The callee whose `return` the debugger is stopped at, if any: debugpy
+    shows the caller, on the line of the call, while the callee's frame is
+    still below it on this thread."""
+    frame = sys._getframe(1)
+    while frame is not None and frame is not evaluated:
+        if frame.f_back is evaluated and frame.f_code.co_filename == evaluated.f_code.co_filename:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _values(encoder, namespace):
+    return "{" + ",".join(
+        json.dumps(n) + ":" + encoder.encode_value(v) for n, v in namespace.items() if n not in DEBUGGER_NAMES
+    ) + "}"
+
+
+def exact(repr_chars=1000, container_items=32):
+    """What the debugger shows of the frame it evaluates in, read exactly:
+    its locals and the values returned into it (Value objects encoded as the
+    in-process tracer encodes them), the locals of the callee returning into
+    it, its qualified name, `def` line and whether it is a generator, as JSON
+    text."""
+    frame = _evaluated_frame()
+    if frame is None:
+        return json.dumps({"error": "the debugger's frame was not found (a debugpy this version does not know?)"})
+    encoder = Encoder(repr_chars=repr_chars, container_items=container_items)
+    namespace = frame.f_locals
+    code = frame.f_code
+    returns = namespace.get(RETURN_VALUES) or {}
+    callee = _returning_frame(frame)
+    text = (
+        '{"locals":' + _values(encoder, namespace)
+        + ',"returns":{'
+        + ",".join(json.dumps(str(n)) + ":" + encoder.encode_value(v) for n, v in returns.items())
+        + "}"
+        + (',"callee":' + _values(encoder, callee.f_locals) if callee is not None else "")
+        + ',"fn":' + json.dumps(getattr(code, "co_qualname", code.co_name))
+        + ',"first":' + str(code.co_firstlineno)
+        + ',"generator":' + ("true" if code.co_flags & _GENERATOR_FLAGS else "false")
+        + "}"
+    )
+    # ASCII only: the debugger hands the text back as a Python repr, which
+    # then differs from it only by escaped quotes and backslashes.
+    return json.dumps(json.loads(text))
+
+
+def outcome_json(outcome, repr_chars=1000, container_items=32):
+    """The entry's outcome as JSON text: returned with its Value, or raised."""
+    kind, v = outcome
+    encoder = Encoder(repr_chars=repr_chars, container_items=container_items)
+    if kind == "returned":
+        return json.dumps({"kind": "returned", "value": json.loads(encoder.encode_value(v))})
+    return json.dumps({"kind": "raised", "type": type(v).__name__, "message": encoder.safe_str(v)})
+
+
+def run(path, expr):
+    namespace = vars(load(path))
+    code = compile(expr, "<entry>", "eval")
+    try:
+        outcome = ("returned", eval(code, namespace))  # entry
+    except BaseException as exc:  # the entry's own exception is its outcome
+        outcome = ("raised", exc)
+    return outcome  # outcome
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[1])))
+    run(sys.argv[1], sys.argv[2])
