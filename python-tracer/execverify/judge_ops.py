@@ -6,6 +6,7 @@
     reward          {ground_truth, response, options?}          → score (R, R_IO, R_white, breakdown)
     reward_batch    {items: [{ground_truth, response}], options?} → {scores}
     cruxeval_score  {samples: [{code, input, output, generations}], mode, timeout_s?} → {results}
+    reval_score     {items: [{task, answer, truth}], mode?, cot?, timeout_s?} → {verdicts}
 
 Each is a thin adapter over judge.py / reward.py / cruxeval.py — the same code
 the trainers import — so the editor and the trainer never disagree.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List
 
-from . import cruxeval, expr_eval, judge, reward
+from . import cruxeval, expr_eval, judge, reval, reward
 from .errors import OpError
 
 
@@ -95,6 +96,15 @@ def op_cruxeval_score(params: Dict[str, Any]) -> Dict[str, Any]:
     return {"results": cruxeval.score_samples(samples, mode, timeout_s=timeout)}
 
 
+def op_reval_score(params: Dict[str, Any]) -> Dict[str, Any]:
+    items = _list(params, "items")
+    mode = params.get("mode") or "reval"
+    if mode not in reval.MODES:
+        raise _error("bad_params", "mode must be 'reval' or 'strict'")
+    timeout = float(params.get("timeout_s") or expr_eval.DEFAULT_TIMEOUT_S)
+    return {"verdicts": reval.score(items, mode, bool(params.get("cot")), timeout_s=timeout)}
+
+
 OPS = {
     "judge": op_judge,
     "judge_batch": op_judge_batch,
@@ -102,4 +112,5 @@ OPS = {
     "reward": op_reward,
     "reward_batch": op_reward_batch,
     "cruxeval_score": op_cruxeval_score,
+    "reval_score": op_reval_score,
 }

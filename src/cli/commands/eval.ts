@@ -1,7 +1,8 @@
 // `execverify eval cruxeval`: score a CRUXEval generations file exactly as the
 // official scorer does (same rules, same 3 s limit, our sandbox), print pass@1
-// and pass@5, and write per-sample verdicts.
-import { readFile, writeFile } from 'node:fs/promises';
+// and pass@5, and write per-sample verdicts. `execverify eval reval`: REval's
+// four tasks and consistency on its own data, by its rules or ours.
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -9,6 +10,17 @@ import { UsageError, type Command } from '../command';
 import { resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
+import {
+  loadReval,
+  probesOf,
+  revalJob,
+  revalMetrics,
+  RevalDataError,
+  scoreProbes,
+  type RevalMetrics,
+  type RevalProbe,
+  type ScoredProbe,
+} from '../../engine/eval/reval';
 
 const RowSchema = z.object({ id: z.string(), code: z.string(), input: z.string(), output: z.string() });
 const GenerationsSchema = z.record(z.array(z.string()));
@@ -53,10 +65,12 @@ async function readRows(file: string): Promise<z.infer<typeof RowSchema>[]> {
 
 export const evalCommand: Command = {
   name: 'eval',
-  summary: 'Score a benchmark: `eval cruxeval` runs the official CRUXEval rules and prints pass@1 / pass@5.',
+  summary: 'Score a benchmark: `eval cruxeval` (official CRUXEval rules, pass@1 / pass@5), `eval reval` (REval: coverage, state, path, output, consistency).',
   usage:
     'execverify eval cruxeval --data cruxeval.jsonl --generations generations.json --mode output|input ' +
-    '[--out scored.json] [--workers N] [--timeout-s 3] [--python PATH]',
+    '[--out scored.json] [--workers N] [--timeout-s 3] [--python PATH]\n' +
+    '       execverify eval reval --data REVAL_CHECKOUT (--generations FILE | --write-reference FILE) [--mode reval|strict] [--cot] ' +
+    '[--out verdicts.json] [--limit N] [--workers N] [--timeout-s 3] [--python PATH]',
   options: {
     data: { type: 'string' },
     generations: { type: 'string' },
@@ -65,9 +79,14 @@ export const evalCommand: Command = {
     workers: { type: 'string' },
     'timeout-s': { type: 'string' },
     python: { type: 'string' },
+    cot: { type: 'boolean' },
+    limit: { type: 'string' },
+    'write-reference': { type: 'string' },
   },
   async run(values, positionals, io) {
-    if (positionals[0] !== 'cruxeval' || positionals.length !== 1) throw new UsageError('the only benchmark is cruxeval: execverify eval cruxeval ...');
+    if (positionals.length === 1 && positionals[0] === 'reval') return runReval(values, io);
+    if (positionals[0] !== 'cruxeval' || positionals.length !== 1)
+      throw new UsageError('the benchmarks are cruxeval and reval: execverify eval cruxeval|reval ...');
     const mode = values.mode;
     if (mode !== 'output' && mode !== 'input') throw new UsageError(`--mode must be output or input${mode === undefined ? '' : `, not '${String(mode)}'`}`);
     if (typeof values.data !== 'string') throw new UsageError('missing --data (the CRUXEval JSONL file)');
@@ -123,3 +142,107 @@ export const evalCommand: Command = {
     return 0;
   },
 };
+
+/** Written whole or not at all: a temp file beside the target, then a rename. */
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
+
+function positiveInt(v: unknown, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} needs a positive integer, got '${String(v)}'`);
+  return n;
+}
+
+const pct = (x: number | null) => (x === null ? 'n/a' : (100 * x).toFixed(2));
+
+function printRevalMetrics(io: { stdout: NodeJS.WritableStream }, label: string, m: RevalMetrics): void {
+  io.stdout.write(
+    `${label}: coverage acc ${pct(m.coverage.acc)} P ${pct(m.coverage.prec)} R ${pct(m.coverage.rec)} F1 ${pct(m.coverage.f1)} (${m.coverage.n})` +
+      ` | state ${pct(m.state.acc)} (${m.state.n}) | path ${pct(m.path.acc)} (${m.path.n}) | output ${pct(m.output.acc)} (${m.output.n})` +
+      ` | consistency ${m.consistency.toFixed(2)}\n`,
+  );
+}
+
+async function runReval(values: Record<string, unknown>, io: Parameters<Command['run']>[2]): Promise<number> {
+  const mode = values.mode ?? 'reval';
+  if (mode !== 'reval' && mode !== 'strict') throw new UsageError(`--mode must be reval (REval's rules) or strict (ours), not '${String(mode)}'`);
+  if (typeof values.data !== 'string')
+    throw new UsageError("missing --data (a checkout of REval's repository: data/DREval_data.jsonl, data/DREval_tasks.jsonl)");
+  const reference = typeof values['write-reference'] === 'string' ? path.resolve(io.cwd, values['write-reference']) : undefined;
+  if (typeof values.generations !== 'string' && !reference)
+    throw new UsageError('missing --generations (a JSON object {"<task_id>/<input_idx>/<task>/<probe_idx>": "raw answer"}) or --write-reference FILE');
+  const limit = positiveInt(values.limit, '--limit');
+  const workers = positiveInt(values.workers, '--workers') ?? Math.min(4, os.availableParallelism());
+  const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
+  if (timeoutS !== undefined && !(timeoutS > 0)) throw new UsageError(`--timeout-s needs a positive number, got '${String(values['timeout-s'])}'`);
+
+  let programs;
+  try {
+    programs = await loadReval(path.resolve(io.cwd, values.data));
+  } catch (err) {
+    if (err instanceof RevalDataError) throw new UsageError(err.message);
+    throw err;
+  }
+  if (limit !== undefined) programs = programs.slice(0, limit);
+  let answers: Map<string, string> | undefined;
+  if (typeof values.generations === 'string') {
+    const raw = await readJson(path.resolve(io.cwd, values.generations), '--generations');
+    const gens = z.record(z.string()).safeParse(raw);
+    if (!gens.success) throw new UsageError('--generations must be a JSON object {"<task_id>/<input_idx>/<task>/<probe_idx>": "raw answer text"}');
+    answers = new Map(Object.entries(gens.data));
+  }
+
+  const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+  const pool = new TracerPool({ python, size: workers, env: io.env });
+  const judge = new JudgeClient(pool);
+  let scored: ScoredProbe[] = [];
+  try {
+    const pairs = programs.flatMap((p) => p.tasks.map((pair) => ({ p, pair })));
+    io.stderr.write(`reval: tracing ${pairs.length} inputs of ${programs.length} programs\n`);
+    const traces = await pool.traceMany(
+      pairs.map(({ p, pair }) => revalJob(p, pair.input_idx)),
+      io.signal,
+    );
+    const probes: RevalProbe[] = pairs.flatMap(({ p, pair }, i) => probesOf(p, pair, traces[i]!));
+    if (reference) {
+      await writeAtomic(reference, JSON.stringify(Object.fromEntries(probes.map((p) => [p.key, p.reference])), null, 1) + '\n');
+      io.stdout.write(`reference answers for ${probes.length} probes written to ${reference}\n`);
+      if (!answers) answers = new Map(probes.map((p) => [p.key, p.reference]));
+    }
+    const given: ReadonlyMap<string, string> = answers ?? new Map();
+    const known = new Set(probes.map((p) => p.key));
+    const missing = probes.filter((p) => !given.has(p.key));
+    if (missing.length) io.stderr.write(`warning: ${missing.length} probes have no answer (first: ${missing[0]!.key}); they count as empty answers\n`);
+    const extra = limit === undefined ? [...given.keys()].filter((k) => !known.has(k)) : [];
+    if (extra.length) throw new UsageError(`--generations has ${extra.length} keys that are no REval probe (first: ${extra[0]})`);
+    scored = await scoreProbes(judge, probes, given, {
+      mode,
+      cot: values.cot === true,
+      ...(timeoutS ? { timeoutS } : {}),
+      signal: io.signal,
+      onProgress: (n) => {
+        if ((io.stderr as NodeJS.WriteStream).isTTY) io.stderr.write(`\rreval: scored ${n}/${probes.length}`);
+      },
+    });
+    io.stderr.write(`${(io.stderr as NodeJS.WriteStream).isTTY ? '\n' : ''}reval: scored ${scored.length} probes\n`);
+  } finally {
+    await pool.close();
+  }
+  const defined = scored.filter((s) => s.defined);
+  io.stdout.write(
+    `reval (${mode} rules${values.cot === true ? ', chain of thought' : ''}): ${programs.length} programs, ${scored.length} probes, ${defined.length} well defined\n`,
+  );
+  printRevalMetrics(io, 'all probes', revalMetrics(scored));
+  if (defined.length !== scored.length) printRevalMetrics(io, 'well defined', revalMetrics(defined));
+  if (typeof values.out === 'string') {
+    const out = path.resolve(io.cwd, values.out);
+    const body = Object.fromEntries(scored.map((s) => [s.key, { ...s.verdict, defined: s.defined, ...(s.why ? { why: s.why } : {}) }]));
+    await writeAtomic(out, JSON.stringify(body, null, 0) + '\n');
+    io.stdout.write(`verdicts written to ${out}\n`);
+  }
+  return 0;
+}

@@ -32,6 +32,13 @@ export interface CruxevalSample {
 }
 
 /** The judge's answer did not have the promised shape (a version mismatch, never a user error). */
+/** One REval answer to score: the task, the model's raw text, and the truth reval-truth.ts built for it. */
+export interface RevalItem {
+  task: 'coverage' | 'state' | 'path' | 'output';
+  answer: string;
+  truth: Record<string, unknown>;
+}
+
 export class JudgeProtocolError extends Error {
   constructor(op: string, detail: string) {
     super(`judge op '${op}' returned an unexpected result (${detail}): make sure python-tracer matches the extension version`);
@@ -111,6 +118,20 @@ export class JudgeClient {
     if (options.timeoutS !== undefined) params.timeout_s = options.timeoutS;
     const raw = await this.workers.request('cruxeval_score', params, signal, timeoutFor(n, options.timeoutS));
     return check('cruxeval_score', z.object({ results: z.array(z.array(VerdictSchema)) }), raw).results;
+  }
+
+  /** REval's rules (mode reval) or ours (strict) for each {task, answer, truth} (python-tracer/execverify/reval.py). */
+  async revalScore(
+    items: RevalItem[],
+    options: { mode?: 'reval' | 'strict'; cot?: boolean; timeoutS?: number } = {},
+    signal?: AbortSignal,
+  ): Promise<Verdict[]> {
+    const params: Record<string, unknown> = { items, mode: options.mode ?? 'reval', cot: options.cot ?? false };
+    if (options.timeoutS !== undefined) params.timeout_s = options.timeoutS;
+    const raw = await this.workers.request('reval_score', params, signal, timeoutFor(items.length, options.timeoutS));
+    const out = check('reval_score', z.object({ verdicts: z.array(VerdictSchema) }), raw).verdicts;
+    if (out.length !== items.length) throw new JudgeProtocolError('reval_score', 'verdict count differs');
+    return out;
   }
 }
 

@@ -1,0 +1,160 @@
+// `execverify eval reval` on a five-program subset of REval (test/fixtures/reval):
+// REval's ground-truth answers score 100%, a model of known accuracy scores
+// exactly that per task, the shared vectors get their verdicts through the
+// worker, and user errors exit 2.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { main } from '../../src/cli/main';
+import { JudgeClient, type RevalItem } from '../../src/engine/judge/client';
+import { resolvePython } from '../../src/engine/python';
+import { TracerPool } from '../../src/engine/trace/runner';
+
+const FIXTURE = join(__dirname, '..', 'fixtures', 'reval');
+const VECTORS = join(__dirname, '..', 'vectors', 'reval.json');
+
+function io(cwd: string) {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (d) => (stdout += d));
+  err.on('data', (d) => (stderr += d));
+  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
+}
+
+type Verdicts = Record<string, { correct: boolean; defined: boolean; reason: string }>;
+
+async function run(args: string[], cwd: string) {
+  const h = io(cwd);
+  const code = await main(['eval', 'reval', '--data', FIXTURE, '--workers', '2', ...args], h.io);
+  return { code, ...h.text() };
+}
+
+/** The reference answers once per file: the traces are the slow part. */
+let reference: { dir: string; answers: Record<string, string> } | undefined;
+async function referenceAnswers() {
+  if (!reference) {
+    const dir = mkdtempSync(join(tmpdir(), 'ev-reval-'));
+    const r = await run(['--write-reference', 'ref.json', '--out', 'ref-verdicts.json'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    reference = { dir, answers: JSON.parse(readFileSync(join(dir, 'ref.json'), 'utf8')) as Record<string, string> };
+  }
+  return reference;
+}
+
+const taskOf = (key: string) => key.split('/')[3]!;
+
+test('REval ground-truth answers score 100% on every well-defined probe of the subset', async () => {
+  const { dir, answers } = await referenceAnswers();
+  // 5 programs, 22 inputs, 72 probes per task + 22 outputs (counted from the fixture's task file).
+  const tasks = readFileSync(join(FIXTURE, 'data', 'DREval_tasks.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { tasks: { task: unknown[] }[] });
+  const inputs = tasks.reduce((n, t) => n + t.tasks.length, 0);
+  const probes = tasks.reduce((n, t) => n + t.tasks.reduce((m, p) => m + p.task.length, 0), 0);
+  assert.equal(Object.keys(answers).length, 3 * probes + inputs);
+  const verdicts = JSON.parse(readFileSync(join(dir, 'ref-verdicts.json'), 'utf8')) as Verdicts;
+  const defined = Object.entries(verdicts).filter(([, v]) => v.defined);
+  assert.equal(defined.length, Object.keys(verdicts).length, 'every probe of the subset is well defined');
+  for (const [key, v] of defined) assert.ok(v.correct, `${key}: ${v.reason} for ${answers[key]}`);
+  // ClassEval's output answers are its own test code: they pass only when run after setUp (DREval/96).
+  assert.ok(verdicts['DREval/96/0/output/0']?.correct);
+});
+
+test('a model of known accuracy scores exactly that accuracy on each task', async () => {
+  const { dir, answers } = await referenceAnswers();
+  const wrong: Record<string, string> = {
+    coverage: '', // set per key below: the other of YES / NO
+    state: '',
+    path: '[ANSWER]\nno_such_line()\n[/ANSWER]',
+    output: '[ANSWER]\nassert False\n[/ANSWER]',
+  };
+  const keys = Object.keys(answers).sort();
+  const model: Record<string, string> = {};
+  const right: Record<string, number> = { coverage: 0, state: 0, path: 0, output: 0 };
+  const total: Record<string, number> = { coverage: 0, state: 0, path: 0, output: 0 };
+  keys.forEach((key, i) => {
+    const task = taskOf(key);
+    const ok = i % 3 !== 0; // two answers in three are right
+    total[task]!++;
+    if (ok) right[task]!++;
+    const ref = answers[key]!;
+    if (ok) model[key] = ref;
+    else if (task === 'coverage') model[key] = ref.includes('YES') ? '[ANSWER]\nNO\n[/ANSWER]' : '[ANSWER]\nYES\n[/ANSWER]';
+    else if (task === 'state') model[key] = ref.includes('\nNil\n') ? '[ANSWER]\n987654321; int\n[/ANSWER]' : '[ANSWER]\nNil\n[/ANSWER]';
+    else model[key] = wrong[task]!;
+  });
+  writeFileSync(join(dir, 'model.json'), JSON.stringify(model));
+  const r = await run(['--generations', 'model.json', '--out', 'model-verdicts.json'], dir);
+  assert.equal(r.code, 0, r.stderr);
+  const verdicts = JSON.parse(readFileSync(join(dir, 'model-verdicts.json'), 'utf8')) as Verdicts;
+  for (const task of ['coverage', 'state', 'path', 'output']) {
+    const got = Object.entries(verdicts).filter(([k, v]) => taskOf(k) === task && v.correct).length;
+    assert.equal(got, right[task], task);
+    const pct = ((100 * right[task]!) / total[task]!).toFixed(2);
+    assert.match(r.stdout, new RegExp(`${task}${task === 'coverage' ? ' acc' : ''} ${pct.replace('.', '\\.')} `), `${task} accuracy ${pct} in: ${r.stdout}`);
+  }
+});
+
+test('strict mode keeps our rules: ambiguous line text is wrong there, right under REval rules', async () => {
+  const { dir } = await referenceAnswers();
+  const r = await run(['--generations', 'ref.json', '--mode', 'strict', '--out', 'strict.json'], dir);
+  assert.equal(r.code, 0, r.stderr);
+  const strict = JSON.parse(readFileSync(join(dir, 'strict.json'), 'utf8')) as Verdicts;
+  const reval = JSON.parse(readFileSync(join(dir, 'ref-verdicts.json'), 'utf8')) as Verdicts;
+  const differ = Object.keys(strict).filter((k) => strict[k]!.correct !== reval[k]!.correct);
+  assert.ok(differ.length > 0, 'DREval/47 has next lines whose text is on several lines');
+  for (const k of differ) {
+    assert.equal(taskOf(k), 'path', k);
+    assert.equal(strict[k]!.reason, 'ambiguous_text', k);
+  }
+});
+
+test('the shared REval vectors get their verdicts through the worker', async () => {
+  const { vectors } = JSON.parse(readFileSync(VECTORS, 'utf8')) as {
+    vectors: {
+      task: RevalItem['task'];
+      mode: 'reval' | 'strict';
+      cot: boolean;
+      answer: string;
+      truth: Record<string, unknown>;
+      correct: boolean;
+      note?: string;
+    }[];
+  };
+  const pool = new TracerPool({ python: resolvePython(undefined, process.env), size: 1, env: process.env });
+  try {
+    const judge = new JudgeClient(pool);
+    for (const mode of ['reval', 'strict'] as const)
+      for (const cot of [false, true]) {
+        const group = vectors.filter((v) => v.mode === mode && v.cot === cot);
+        if (!group.length) continue;
+        const verdicts = await judge.revalScore(
+          group.map((v) => ({ task: v.task, answer: v.answer, truth: v.truth })),
+          { mode, cot },
+        );
+        group.forEach((v, i) => assert.equal(verdicts[i]!.correct, v.correct, `${v.task} ${JSON.stringify(v.answer)}: ${v.note ?? ''}`));
+      }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('user errors exit 2 with what to do', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ev-reval-bad-'));
+  const h = io(dir);
+  assert.equal(await main(['eval', 'reval', '--data', dir, '--generations', 'x.json'], h.io), 2);
+  assert.match(h.text().stderr, /DREval_data\.jsonl.*checkout of REval/);
+  writeFileSync(join(dir, 'g.json'), JSON.stringify({ 'DREval/0/0/state/0': 3 }));
+  const h2 = io(dir);
+  assert.equal(await main(['eval', 'reval', '--data', FIXTURE, '--generations', 'g.json'], h2.io), 2);
+  assert.match(h2.text().stderr, /--generations must be a JSON object/);
+  const h3 = io(dir);
+  assert.equal(await main(['eval', 'reval', '--data', FIXTURE, '--generations', 'g.json', '--mode', 'loose'], h3.io), 2);
+  assert.match(h3.text().stderr, /--mode must be reval/);
+});
