@@ -144,10 +144,12 @@ class Judges(object):
         self.size = workers
         self.clients = [worker_client.WorkerClient() for _ in range(workers)]
         self.free: Deque[worker_client.WorkerClient] = collections.deque(self.clients)
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        # Waiting requests in arrival order, each handed a worker directly when
+        # one frees up: first come, first served (no barging, so no starved request).
+        self.waiters: Deque[List[Any]] = collections.deque()
         self.admitted = 0
         self.limit = workers + queue
-        self.waiting = 0
 
     def start(self) -> Dict[str, Any]:
         """Start every worker now, judge loaded (a broken sandbox fails here, not on the first batch)."""
@@ -172,31 +174,42 @@ class Judges(object):
 
     def score(self, labels: List[Any], responses: List[str]) -> List[Dict[str, Any]]:
         items = [{"ground_truth": gt, "response": r} for gt, r in zip(labels, responses)]
-        with self.cond:
-            if self.admitted >= self.limit:
-                raise Busy()
-            self.admitted += 1
-            self.waiting += 1
-            while not self.free:
-                self.cond.wait()
-            self.waiting -= 1
-            client = self.free.popleft()
+        client = self._acquire()
         try:
             # 3 s per expression answer at worst (the sandbox's limit), plus margin.
             res = client.request("reward_batch", {"items": items}, timeout_s=60.0 + 4.0 * len(items))
             return list(res["scores"])
         finally:
-            with self.cond:
+            self._release(client)
+
+    def _acquire(self) -> worker_client.WorkerClient:
+        with self.lock:
+            if self.admitted >= self.limit:
+                raise Busy()
+            self.admitted += 1
+            if self.free:
+                return self.free.popleft()
+            slot: List[Any] = [threading.Event(), None]
+            self.waiters.append(slot)
+        slot[0].wait()
+        return slot[1]
+
+    def _release(self, client: worker_client.WorkerClient) -> None:
+        with self.lock:
+            self.admitted -= 1
+            if self.waiters:
+                slot = self.waiters.popleft()
+                slot[1] = client
+                slot[0].set()
+            else:
                 self.free.append(client)
-                self.admitted -= 1
-                self.cond.notify()
 
     def queue_depth(self) -> int:
-        with self.cond:
-            return self.waiting
+        with self.lock:
+            return len(self.waiters)
 
     def busy(self) -> int:
-        with self.cond:
+        with self.lock:
             return self.size - len(self.free)
 
     def close(self) -> None:
@@ -486,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
                    help="sandboxed judge workers (default: one per core)")
     p.add_argument("--queue", type=int, default=None,
-                   help="requests that may wait for a worker before 503 (default 4 per worker)")
+                   help="requests that may wait for a worker before 503 (default 64, or 4 per worker if more)")
     p.add_argument("--max-body", type=_positive, default=DEFAULT_MAX_BODY, help="largest body in bytes")
     p.add_argument("--max-batch", type=_positive, default=DEFAULT_MAX_BATCH, help="most samples in one request")
     p.add_argument("--max-connections", type=_positive, default=DEFAULT_MAX_CONNECTIONS)
@@ -506,7 +519,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("serve-reward: --host %s is not a loopback address, so a bearer token is required: "
                          "set %s (or pass --token)\n" % (args.host, TOKEN_ENV))
         return 2
-    queue = args.queue if args.queue is not None else 4 * args.workers
+    queue = args.queue if args.queue is not None else max(64, 4 * args.workers)
     if queue < 0:
         sys.stderr.write("serve-reward: --queue must be 0 or more\n")
         return 2

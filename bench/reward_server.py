@@ -1,0 +1,295 @@
+"""`npm run bench:reward-server`: the reward server under load on loopback, against
+in-process compute_score in the same run.
+
+Workload: the 808 exported samples of python-tracer/tests/data/exported-truths.jsonl.gz,
+cut down to their state questions ("state answers": `3; int` lines, the
+common white-box answer) and answered with their reference answers, one answer
+in three made wrong. Baseline: compute_score over the same pairs in this
+process, one core, measured again right before each level (a shared machine's
+load drifts). Then `python -m execverify.reward_server --workers W` and
+C keep-alive connections (C = 1, 16, 64) sending requests of B samples
+(B = 1: slime, and OpenRLHF as it posts today; B = 64: a batched client),
+each connection a thread in one of P client processes. Every reward the server
+returns is checked against the baseline's. RSS of the server and its workers is
+sampled through the run; oversize and malformed requests are sent between the
+levels and must get their 4xx.
+
+    python3 bench/reward_server.py [--seconds 4] [--workers W] [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "python-tracer")
+sys.path.insert(0, ROOT)
+
+from execverify import reward  # noqa: E402
+
+TRUTHS = os.path.join(ROOT, "tests", "data", "exported-truths.jsonl.gz")
+
+
+def state_workload() -> List[Tuple[str, str]]:
+    """(label, response) pairs: each sample's state questions and their reference answers."""
+    pairs = []
+    with gzip.open(TRUTHS, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    for n, row in enumerate(rows):
+        truth = json.loads(row["label"])
+        answers = row["reference"].split("\n")[1:-1]  # between <answer> and </answer>, one per question
+        keep = [(q, a) for q, a in zip(truth["questions"], answers) if q["kind"] == "state"]
+        if not keep:
+            continue
+        truth["questions"] = [q for q, _ in keep]
+        lines = [a for _, a in keep]
+        if n % 3 == 0:
+            lines[0] = "0; NoneType"
+        pairs.append((json.dumps(truth), "<answer>\n" + "\n".join(lines) + "\n</answer>"))
+    return pairs
+
+
+def in_process(pairs: List[Tuple[str, str]], seconds: float) -> Tuple[float, List[float]]:
+    expected = [reward.compute_score("execverify", r, gt, None) for gt, r in pairs]  # warm, and the truth
+    done, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for gt, r in pairs:
+            reward.compute_score("execverify", r, gt, None)
+        done += len(pairs)
+    return done / (time.perf_counter() - t0), expected
+
+
+# ------------------------------------------------------------ a lean keep-alive client
+
+def _request(path: str, body: bytes) -> bytes:
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def _read_response(sock: socket.socket, buf: bytearray) -> Tuple[int, bytes]:
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise EOFError("server closed the connection")
+        buf += chunk
+    head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    body = bytearray(rest)
+    while len(body) < length:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise EOFError("server closed the connection")
+        body += chunk
+    buf[:] = body[length:]
+    return status, bytes(body[:length])
+
+
+def _connection(port: int, requests: List[Tuple[bytes, List[int]]], until: float, out: List[Any]) -> None:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray()
+    lat: List[float] = []
+    rewards = 0
+    got: Dict[int, float] = {}
+    busy = 0
+    i = 0
+    while time.perf_counter() < until:
+        raw, idx = requests[i % len(requests)]
+        i += 1
+        t0 = time.perf_counter()
+        sock.sendall(raw)
+        status, body = _read_response(sock, buf)
+        if status == 503:
+            busy += 1
+            continue
+        assert status == 200, (status, body[:200])
+        lat.append(time.perf_counter() - t0)
+        data = json.loads(body)
+        values = data["rewards"] if "rewards" in data else [data["reward"]]
+        rewards += len(values)
+        for k, v in zip(idx, values):
+            got[k] = v
+    sock.close()
+    out.append((lat, rewards, got, busy))
+
+
+def _client_process(port: int, conns: int, requests: List[Tuple[bytes, List[int]]], start_at: float,
+                    seconds: float, queue: Any) -> None:
+    out: List[Any] = []
+    while time.time() < start_at:
+        time.sleep(0.001)
+    until = time.perf_counter() + seconds
+    threads = [threading.Thread(target=_connection, args=(port, requests[k::conns] or requests, until, out))
+               for k in range(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lat = [x for o in out for x in o[0]]
+    got: Dict[int, float] = {}
+    for o in out:
+        got.update(o[2])
+    queue.put((lat, sum(o[1] for o in out), got, sum(o[3] for o in out)))
+
+
+def build_requests(pairs: List[Tuple[str, str]], batch: int) -> List[Tuple[bytes, List[int]]]:
+    reqs = []
+    for start in range(0, len(pairs), batch):
+        idx = list(range(start, min(start + batch, len(pairs))))
+        if batch == 1:
+            gt, r = pairs[start]
+            body = json.dumps({"prompt": "p", "response": r, "label": gt}).encode()
+            reqs.append((_request("/reward", body), idx))
+        else:
+            body = json.dumps({"query": ["p" + pairs[i][1] for i in idx], "prompts": ["p"] * len(idx),
+                               "labels": [pairs[i][0] for i in idx]}).encode()
+            reqs.append((_request("/get_reward", body), idx))
+    return reqs
+
+
+def rss_kib(pid: int) -> int:
+    """The server's RSS plus its workers' (their whole process tree)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/status" % p) as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            with open("/proc/%d/task/%d/children" % (p, p)) as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            pass
+    return total
+
+
+def load(port: int, reqs: List[Tuple[bytes, List[int]]], concurrency: int, procs: int, seconds: float) -> Dict[str, Any]:
+    procs = min(procs, concurrency)
+    q: Any = multiprocessing.Queue()
+    start_at = time.time() + 0.5
+    per = [concurrency // procs + (1 if k < concurrency % procs else 0) for k in range(procs)]
+    ps = [multiprocessing.Process(target=_client_process, args=(port, n, reqs, start_at, seconds, q)) for n in per]
+    for p in ps:
+        p.start()
+    results = [q.get() for _ in ps]
+    for p in ps:
+        p.join()
+    lat = sorted(x for r in results for x in r[0])
+    got: Dict[int, float] = {}
+    for r in results:
+        got.update(r[2])
+    return {"rewards_per_s": sum(r[1] for r in results) / seconds,
+            "p50_ms": 1000 * lat[len(lat) // 2] if lat else None,
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
+            "requests": len(lat), "busy_503": sum(r[3] for r in results), "got": got}
+
+
+def bad_requests(port: int) -> List[Tuple[str, int]]:
+    """Oversize and malformed requests: each must get its 4xx (and the server lives on)."""
+    cases = [
+        ("oversize body", b"POST /get_reward HTTP/1.1\r\nHost: b\r\nContent-Length: 999999999\r\n\r\n"),
+        ("not JSON", _request("/get_reward", b"{nope")),
+        ("wrong shape", _request("/get_reward", b'{"query": "x"}')),
+        ("no length", b"POST /reward HTTP/1.1\r\nHost: b\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("deep JSON", _request("/reward", b"[" * 200000 + b"]" * 200000)),
+    ]
+    out = []
+    for name, raw in cases:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(raw)
+        status, _ = _read_response(sock, bytearray())
+        sock.close()
+        out.append((name, status))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--client-procs", type=int, default=2)
+    ap.add_argument("--json", default=os.path.join(HERE, "results", "reward_server.json"))
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    pairs = state_workload()
+    base, expected = in_process(pairs, args.seconds)
+    print("workload: %d state-answer samples (%d questions); %d cores; server workers %d"
+          % (len(pairs), sum(len(json.loads(gt)["questions"]) for gt, _ in pairs), cores, args.workers))
+    print("in-process compute_score: %.0f rewards/s (one core; measured again before each level)" % base)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    server = subprocess.Popen([sys.executable, "-m", "execverify.reward_server", "--port", "0", "--quiet",
+                               "--workers", str(args.workers)],
+                              stdout=subprocess.PIPE, env=env)
+    port = int(json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1])
+    rss: List[int] = []
+    stop = threading.Event()
+
+    def sample_rss() -> None:
+        while not stop.is_set():
+            rss.append(rss_kib(server.pid))
+            stop.wait(0.25)
+
+    sampler = threading.Thread(target=sample_rss)
+    sampler.start()
+    rows = []
+    mismatches = 0
+    bad: List[Tuple[str, int]] = []
+    try:
+        # The last level runs again at the end: memory must be where it was.
+        for batch, conc in [(b, c) for b in (1, 64) for c in (1, 16, 64)] + [(1, 64), (64, 64)]:
+            reqs = build_requests(pairs, batch)
+            here, _ = in_process(pairs, args.seconds / 2)  # the baseline again: this machine's load drifts
+            mark = len(rss)
+            r = load(port, reqs, conc, args.client_procs, args.seconds)
+            r["rss_kib_max"] = max(rss[mark:] or rss[-1:])
+            mismatches += sum(1 for k, v in r.pop("got").items() if v != expected[k])
+            r.update({"batch": batch, "concurrency": conc, "in_process_rewards_per_s": here,
+                      "per_core_vs_in_process": r["rewards_per_s"] / min(args.workers, cores) / here})
+            rows.append(r)
+            print("batch %3d  concurrency %2d  %6.0f rewards/s  p50 %7.2f ms  p99 %7.2f ms  503s %d  "
+                  "in-process %6.0f/s  per core / in-process %.2f  RSS max %d KiB"
+                  % (batch, conc, r["rewards_per_s"], r["p50_ms"], r["p99_ms"], r["busy_503"], here,
+                     r["per_core_vs_in_process"], r["rss_kib_max"]))
+            bad += bad_requests(port)
+    finally:
+        stop.set()
+        sampler.join()
+        server.terminate()
+        server.wait(60)
+    print("rewards equal to compute_score: %s (%d mismatches)" % (mismatches == 0, mismatches))
+    print("bad requests: %s" % ", ".join(sorted(set("%s %d" % b for b in bad))))
+    q = len(rss) // 4 or 1
+    print("server RSS (server + workers), KiB: first quarter median %d, last quarter median %d, max %d"
+          % (statistics.median(rss[:q]), statistics.median(rss[-q:]), max(rss)))
+    result = {"cores": cores, "workers": args.workers, "samples": len(pairs), "in_process_rewards_per_s": base,
+              "levels": rows, "mismatches": mismatches, "bad_requests": bad,
+              "rss_kib": {"first_quarter_median": statistics.median(rss[:q]),
+                          "last_quarter_median": statistics.median(rss[-q:]), "max": max(rss)}}
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    tmp = args.json + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result, fh, indent=1)
+    os.replace(tmp, args.json)
+    ok = mismatches == 0 and all(400 <= s < 500 for _, s in bad)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
