@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<Command>> = {
   export: async () => (await import('./commands/export')).exportCommand,
   synthesize: async () => (await import('./commands/synthesize')).synthesizeCommand,
   'serve-reward': async () => (await import('./commands/serve-reward')).serveRewardCommand,
+  simulate: async () => (await import('./commands/simulate')).simulateCommand,
 };
 
 function help(): string {

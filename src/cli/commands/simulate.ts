@@ -1,0 +1,148 @@
+// `execverify simulate --problems FILE --out DIR`: the model predicts what each
+// candidate program returns or prints on each public test; the real runs
+// decide; DIR/report.json and DIR/report.md say how well choosing
+// candidates by simulation does against random choice and real execution.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { UsageError, type Command } from '../command';
+import { JudgeClient } from '../../engine/judge/client';
+import { formatRunStats } from '../../engine/model/accounting';
+import { BaselineProvider } from '../../engine/model/baseline';
+import { DiskCache } from '../../engine/model/cache';
+import { ModelClient } from '../../engine/model/client';
+import { ConfigError, endpointFromEnv } from '../../engine/model/config';
+import { ModelProvider, type Provider } from '../../engine/model/provider';
+import { resolvePython } from '../../engine/python';
+import { ProblemFileError, parseProblems } from '../../engine/simulate/problem';
+import { renderReportMarkdown, SimulateReportSchema } from '../../engine/simulate/report';
+import { simulate } from '../../engine/simulate/simulate';
+import { TracerPool } from '../../engine/trace/runner';
+import { CONNECT_HINT } from './ask';
+
+function count(values: Record<string, unknown>, flag: string, min: number): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${flag} needs an integer ≥ ${min}, got '${String(raw)}'`);
+  return n;
+}
+
+/** Written whole or not at all: a temp file renamed over the target. */
+function writeAtomic(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+export const simulateCommand: Command = {
+  name: 'simulate',
+  summary:
+    'Predict the runs of candidate programs on their public tests, choose (and fix) candidates by the predictions, and measure it against the real runs.',
+  usage:
+    'execverify simulate --problems FILE --out DIR [--k K] [--base-url URL --model NAME] [--timeout-ms MS] ' +
+    '[--no-cache] [--cache-dir DIR] [--jobs N] [--python PATH] [--quiet]',
+  options: {
+    problems: { type: 'string' },
+    out: { type: 'string' },
+    k: { type: 'string' },
+    'base-url': { type: 'string' },
+    model: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    'no-cache': { type: 'boolean' },
+    'cache-dir': { type: 'string' },
+    jobs: { type: 'string' },
+    python: { type: 'string' },
+    quiet: { type: 'boolean' },
+  },
+  async run(values, positionals, io) {
+    if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]} (the problems go in --problems FILE)`);
+    if (typeof values.problems !== 'string') throw new UsageError('missing --problems FILE (JSONL, see docs/self-simulation.md#problems)');
+    if (typeof values.out !== 'string') throw new UsageError('missing --out DIR (report.json and report.md go there)');
+    const k = count(values, 'k', 1);
+    const jobs = count(values, 'jobs', 1);
+    const timeoutMs = count(values, 'timeout-ms', 1);
+
+    const file = path.resolve(io.cwd, values.problems);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      io.stderr.write(
+        `execverify simulate: cannot read ${values.problems}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}\n`,
+      );
+      return 1;
+    }
+    let problems;
+    try {
+      problems = parseProblems(text, values.problems);
+    } catch (err) {
+      if (err instanceof ProblemFileError) {
+        io.stderr.write(`execverify simulate: ${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    }
+
+    let provider: Provider;
+    try {
+      const endpoint = endpointFromEnv(io.env, {
+        ...(typeof values['base-url'] === 'string' ? { baseURL: values['base-url'] } : {}),
+        ...(typeof values.model === 'string' ? { model: values.model } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      });
+      if (endpoint) {
+        const cache = values['no-cache']
+          ? undefined
+          : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
+        provider = new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
+      } else {
+        io.stderr.write(`${CONNECT_HINT}\n\n`);
+        provider = new BaselineProvider();
+      }
+    } catch (err) {
+      if (err instanceof ConfigError) throw new UsageError(err.message);
+      throw err;
+    }
+
+    const out = path.resolve(io.cwd, values.out);
+    mkdirSync(out, { recursive: true });
+    const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+    const pool = new TracerPool({ python, env: io.env, ...(jobs ? { size: jobs } : {}) });
+    try {
+      const report = await simulate(
+        {
+          provider,
+          judge: new JudgeClient(pool),
+          pool,
+          signal: io.signal,
+          onProblem: values.quiet ? undefined : (done, total, id) => io.stderr.write(`simulate: ${done}/${total} ${id}\n`),
+        },
+        problems,
+        { ...(k !== undefined ? { k } : {}), problemsFile: values.problems },
+      );
+      SimulateReportSchema.parse(report); // what is written is what readers validate
+      writeAtomic(path.join(out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
+      writeAtomic(path.join(out, 'report.md'), renderReportMarkdown(report));
+      const s = report.summary;
+      const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+      io.stdout.write(
+        `provider: ${provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`}\n` +
+          `${s.problems} problems, ${s.candidates} candidates, ${s.predictions} predictions` +
+          `${s.model_errors ? ` (${s.model_errors} requests failed)` : ''}${report.errors.length ? `; ${report.errors.length} problems not simulated` : ''}\n` +
+          `pass@1  random ${pct(s.pass_at_1.random)}  simulated ${pct(s.pass_at_1.simulated)}  oracle ${pct(s.pass_at_1.oracle)}  gap ${(100 * s.gap).toFixed(1)} points\n` +
+          `wrote ${path.join(values.out, 'report.json')} and report.md\n`,
+      );
+      if (provider.info.kind === 'model') io.stdout.write(`model usage: ${formatRunStats(provider.stats())}\n`);
+      return report.errors.length === problems.length ? 1 : 0;
+    } catch (err) {
+      if (io.signal.aborted) {
+        io.stderr.write('execverify simulate: cancelled\n');
+        return 130;
+      }
+      throw err;
+    } finally {
+      provider.close();
+      await pool.close();
+    }
+  },
+};

@@ -1,0 +1,124 @@
+// DIR/report.json of `execverify simulate` (one schema, read back by tests and
+// by anyone comparing runs) and DIR/report.md, its tables for people.
+import { z } from 'zod';
+
+export const SIMULATE_REPORT_VERSION = 'execverify.simulate/1';
+
+const rate = z.number().min(0).max(1);
+
+export const PredictionSchema = z.object({
+  /** Index of the public test. */
+  test: z.number().int().nonnegative(),
+  /** The model's answer as parsed (null: none could be read, or the request failed). */
+  answer: z.string().nullable(),
+  /** The answer equals the test's expected output: the model predicts this test passes. */
+  simulated_pass: z.boolean(),
+  /** The answer equals what the run really returned / printed (null: the run did not finish, nothing to compare). */
+  prediction_right: z.boolean().nullable(),
+  /** The provider failed for this prompt (the prediction counts as a failed test). */
+  error: z.string().optional(),
+});
+
+export const TestResultSchema = z.object({
+  split: z.enum(['public', 'hidden']),
+  test: z.number().int().nonnegative(),
+  passed: z.boolean(),
+  /** What the run returned (repr) or printed, or how it ended. */
+  actual: z.string(),
+});
+
+export const CandidateReportSchema = z.object({
+  id: z.string(),
+  simulated_public: z.boolean(),
+  real_public: z.boolean(),
+  real_hidden: z.boolean(),
+  /** The problem file's label, when it has one. */
+  label: z.object({ public: z.boolean(), hidden: z.boolean() }).optional(),
+  predictions: z.array(PredictionSchema),
+  tests: z.array(TestResultSchema),
+});
+export type CandidateReport = z.infer<typeof CandidateReportSchema>;
+
+const SelectionSchema = z.object({ random: rate, simulated: rate, oracle: rate });
+
+export const ProblemReportSchema = z.object({
+  id: z.string(),
+  kind: z.enum(['function', 'script']),
+  candidates: z.array(CandidateReportSchema),
+  selection: SelectionSchema,
+});
+export type ProblemReport = z.infer<typeof ProblemReportSchema>;
+
+export const SimulateReportSchema = z.object({
+  schema: z.literal(SIMULATE_REPORT_VERSION),
+  /** Who predicted: a model's label, or "baseline" (trivial answers, never a model). */
+  provider: z.object({ kind: z.enum(['model', 'baseline']), label: z.string() }),
+  templates: z.array(z.string()),
+  problems_file: z.string(),
+  k: z.number().int().positive().nullable(),
+  problems: z.array(ProblemReportSchema),
+  summary: z.object({
+    problems: z.number().int().nonnegative(),
+    candidates: z.number().int().nonnegative(),
+    pass_at_1: SelectionSchema,
+    gap: z.number(),
+    correct_rejected: rate.nullable(),
+    wrong_accepted: rate.nullable(),
+    /** Predictions equal to the real run, over those that could be compared. */
+    prediction_accuracy: rate.nullable(),
+    predictions: z.number().int().nonnegative(),
+    model_errors: z.number().int().nonnegative(),
+  }),
+  /** Problems that could not be simulated, with why (the others still count). */
+  errors: z.array(z.object({ problem: z.string(), message: z.string() })),
+});
+export type SimulateReport = z.infer<typeof SimulateReportSchema>;
+
+const pct = (x: number | null) => (x === null ? '–' : `${(100 * x).toFixed(1)}%`);
+const yes = (b: boolean) => (b ? 'yes' : 'no');
+
+/** The report for people: the summary, per-problem selection, and each candidate's verdicts. */
+export function renderReportMarkdown(report: SimulateReport): string {
+  const s = report.summary;
+  const who = report.provider.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${report.provider.label}`;
+  const out: string[] = [
+    '# Self-execution simulation',
+    '',
+    `Predictions by ${who}; templates ${report.templates.join(', ')}; problems ${report.problems_file}` +
+      `${report.k ? `; k = ${report.k} candidates a problem` : ''}.`,
+    '',
+    '## Selection (pass@1 after choosing one candidate a problem)',
+    '',
+    '| rule | pass@1 |',
+    '|---|---|',
+    `| random (expected value) | ${pct(s.pass_at_1.random)} |`,
+    `| simulated (the model's predictions on the public tests) | ${pct(s.pass_at_1.simulated)} |`,
+    `| oracle (real public-test runs) | ${pct(s.pass_at_1.oracle)} |`,
+    '',
+    `Simulation gap (oracle − simulated): ${(100 * s.gap).toFixed(1)} points. ` +
+      `Correct candidates rejected: ${pct(s.correct_rejected)}; wrong candidates accepted: ${pct(s.wrong_accepted)}. ` +
+      `Predictions equal to the real run: ${pct(s.prediction_accuracy)} of ${s.predictions}` +
+      `${s.model_errors ? `; ${s.model_errors} requests failed` : ''}. ` +
+      `${s.problems} problems, ${s.candidates} candidates.`,
+    '',
+  ];
+  out.push('## Problems', '', '| problem | kind | random | simulated | oracle |', '|---|---|---|---|---|');
+  for (const p of report.problems) {
+    out.push(`| ${p.id} | ${p.kind} | ${pct(p.selection.random)} | ${pct(p.selection.simulated)} | ${pct(p.selection.oracle)} |`);
+  }
+  out.push('', '## Candidates', '', '| problem | candidate | simulated public | real public | real hidden | predictions right |', '|---|---|---|---|---|---|');
+  for (const p of report.problems) {
+    for (const c of p.candidates) {
+      const judged = c.predictions.filter((x) => x.prediction_right !== null);
+      const right = judged.filter((x) => x.prediction_right).length;
+      out.push(
+        `| ${p.id} | ${c.id} | ${yes(c.simulated_public)} | ${yes(c.real_public)} | ${yes(c.real_hidden)} | ${judged.length ? `${right}/${judged.length}` : '–'} |`,
+      );
+    }
+  }
+  if (report.errors.length) {
+    out.push('', '## Not simulated', '');
+    for (const e of report.errors) out.push(`- ${e.problem}: ${e.message}`);
+  }
+  return out.join('\n') + '\n';
+}
