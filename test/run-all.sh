@@ -1,14 +1,37 @@
 #!/usr/bin/env bash
 # Runs every suite and prints one closing line "N passed, N failed".
 # Suites: type check + lint + import cycles, node tests (unit, adapter, server, cli), the
-# Python tracer tests on every installed Python 3.8–3.13, the Python
-# integration tests (trainers, Parquet) in .venv, and the end-to-end suite in
-# a real VS Code (code-server) when test/e2e/run.sh exists.
+# Python tracer tests under pytest on every installed Python 3.8–3.13 (in
+# .venv-py3.X, made by scripts/python-env.sh), the Python integration tests
+# (trainers, Parquet) in .venv, and the end-to-end suite in a real VS Code
+# (code-server) when test/e2e/run.sh exists. Runners' counts come from their
+# own machine-readable records (TAP, JUnit XML); a runner that leaves none failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=$(mktemp)
 log() { printf '\n==== %s\n' "$*"; }
-record() { echo "$1 $2 $3" >>"$results"; }   # suite passed failed
+record() { echo "$1 $2 $3 ${4:-0}" >>"$results"; }   # suite passed failed [skipped]
+
+# pytest_suite NAME PYTHON ARGS…: runs pytest and records what its JUnit XML says
+# (scripts/junit-summary.py). No XML, no test in it, or an exit status that is
+# not 0 without a failed test in the XML (a crash after the file was written) is
+# a failure.
+pytest_suite() {
+  local name=$1 py=$2 xml counts rc p f s
+  shift 2
+  xml=$(mktemp -u --suffix=.xml)
+  "$py" -m pytest -q -p no:cacheprovider --junitxml="$xml" "$@"
+  rc=$?
+  if counts=$(python3 scripts/junit-summary.py "$xml"); then
+    read -r p f s <<<"$counts"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then echo "$name: pytest exited $rc with no failed test in its XML"; f=1; fi
+    record "$name" "$p" "$f" "$s"
+  else
+    echo "$name: pytest (exit $rc) left no summary"
+    record "$name" 0 1
+  fi
+  rm -f "$xml"
+}
 
 log "typecheck"
 if npm run -s typecheck; then record typecheck 1 0; else record typecheck 0 1; fi
@@ -36,23 +59,19 @@ nf=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n1)
 record node "$np" "${nf:-0}"
 
 for py in $(bash scripts/pythons.sh); do
-  log "python tracer tests: $py"
-  out=$(mktemp)
-  PYTHONPATH=python-tracer "$py" -m unittest discover -s python-tracer/tests -t python-tracer 2>&1 | tee "$out"
-  ran=$(grep -Eo '^Ran [0-9]+ test' "$out" | awk '{print $2}')
-  bad=$(grep -Eo '(failures|errors)=[0-9]+' "$out" | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
-  [ -n "$ran" ] || { ran=0; bad=1; }
-  record "python-$("$py" -c 'import sys;print("%d.%d"%sys.version_info[:2])')" "$((ran - ${bad:-0}))" "${bad:-0}"
+  v=$("$py" -c 'import sys;print("%d.%d"%sys.version_info[:2])')
+  log "python tracer tests: $py (pytest in .venv-py$v)"
+  if [ -x ".venv-py$v/bin/python" ]; then
+    PYTHONPATH=python-tracer pytest_suite "python-$v" ".venv-py$v/bin/python" python-tracer/tests
+  else
+    echo "no .venv-py$v: bash scripts/python-env.sh makes it"
+    record "python-$v" 0 1
+  fi
 done
 
 if [ -x .venv/bin/python ] && [ -d python-tracer/tests_venv ]; then
   log "python integration tests (.venv)"
-  out=$(mktemp)
-  .venv/bin/python -m pytest -q -p no:cacheprovider python-tracer/tests_venv 2>&1 | tee "$out"
-  p=$(tail -n 3 "$out" | grep -Eo '[0-9]+ passed' | awk '{print $1}')
-  f=$(tail -n 3 "$out" | grep -Eo '[0-9]+ (failed|error)' | awk '{s+=$1} END {print s+0}')
-  [ -n "$p$f" ] || f=1
-  record pytest "${p:-0}" "${f:-0}"
+  pytest_suite pytest .venv/bin/python python-tracer/tests_venv
 fi
 
 log "python import cycles"
@@ -78,4 +97,5 @@ if [ -x test/e2e/run.sh ]; then
 fi
 
 log "summary"
-awk '{ printf "  %-14s %5d passed %5d failed\n", $1, $2, $3; P+=$2; F+=$3 } END { printf "%d passed, %d failed\n", P, F; exit (F > 0) }' "$results"
+awk '{ printf "  %-14s %5d passed %5d failed", $1, $2, $3; if ($4 > 0) printf " %5d skipped", $4; printf "\n"; P+=$2; F+=$3 }
+  END { printf "%d passed, %d failed\n", P, F; exit (F > 0) }' "$results"
