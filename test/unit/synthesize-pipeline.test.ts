@@ -5,6 +5,7 @@
 // keeps the band; a killed run resumes to the same dataset.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -27,6 +28,7 @@ const constraints = loadConstraints();
 const python = resolvePython(undefined, process.env);
 const tracerDir = pythonTracerDir();
 const evil = path.join(os.tmpdir(), `execverify-synth-evil-${process.pid}`);
+const forked = path.join(os.tmpdir(), `execverify-synth-forked-${process.pid}`);
 
 const answer = (code: string, calls: string[], prose = 'Here it is.') => `${prose}\n\n\`\`\`python\n${code}\`\`\`\n\n\`\`\`\n${calls.join('\n')}\n\`\`\`\n`;
 
@@ -49,10 +51,13 @@ const PROGRAMS: { text: string; expect: Record<string, string> | 'kept' }[] = [
     expect: { trace: 'raised' },
   },
   {
-    text: answer('import socket\n\ndef call_home(port):\n    s = socket.socket()\n    s.connect(("127.0.0.1", port))\n    return 1\n', ['call_home(9)']),
+    text: answer('import socket\n\ndef call_home(port):\n    s = socket.socket()\n    s.connect(("127.0.0.1", port))\n    return 1\n', ['call_home(__PORT__)']),
     expect: { trace: 'raised' },
   },
-  { text: answer('import os\n\ndef spawn(n):\n    pid = os.fork()\n    return n\n', ['spawn(1)']), expect: { trace: 'limit_fork|raised' } },
+  {
+    text: answer(`import os\n\ndef spawn(n):\n    if os.fork() == 0:\n        open(${JSON.stringify(forked)}, "w").close()\n    return n\n`, ['spawn(1)']),
+    expect: { trace: 'limit_fork' },
+  },
   { text: answer('import random\n\ndef roll(n):\n    return random.randint(1, 10 ** 9) + n\n', ['roll(1)']), expect: { determinism: 'nondeterministic' } },
   { text: answer('import time\n\ndef now(n):\n    return time.time() + n\n', ['now(1)']), expect: { determinism: 'nondeterministic' } },
   {
@@ -66,6 +71,8 @@ const PROGRAMS: { text: string; expect: Record<string, string> | 'kept' }[] = [
   { text: answer('def f(x):\n    return x\n', ['g(1)']), expect: { analyse: 'no_entry' } },
   { text: answer('def f(x):\n    return x\n', ['f(y)']), expect: { analyse: 'non_literal_input' } },
 ];
+/** A step limit the endless loop reaches in a fraction of a second (the wall-time limit stays as it is). */
+const LIMITS = { steps: 200_000 };
 const SPEC_RE = /Program (s\d+-\d+):/;
 
 function specIndex(body: Record<string, unknown> | undefined): number | undefined {
@@ -77,13 +84,25 @@ function specIndex(body: Record<string, unknown> | undefined): number | undefine
 let server: OpenAIServer;
 let judgePool: TracerPool;
 let root: string;
+// A listener on this machine the hostile program tries to reach: no connection may arrive.
+let listener: net.Server;
+let connections = 0;
+let port = 0;
+/** Spec i's answer, with the listener's port in it. */
+const programText = (i: number) => (PROGRAMS[i]?.text ?? 'no program').replace('__PORT__', String(port));
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-test-'));
+  listener = net.createServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  port = (listener.address() as net.AddressInfo).port;
   judgePool = new TracerPool({ size: 2 });
   server = await startOpenAIServer({
     script: (req) => {
       const i = specIndex(req.body);
-      if (i !== undefined) return { text: PROGRAMS[i]?.text ?? 'no program' };
+      if (i !== undefined) return { text: programText(i) };
       return { text: 'wrong' };
     },
   });
@@ -93,6 +112,8 @@ after(async () => {
   await judgePool.close();
   fs.rmSync(root, { recursive: true, force: true });
   fs.rmSync(evil, { force: true });
+  fs.rmSync(forked, { force: true });
+  await new Promise((resolve) => listener.close(resolve));
 });
 
 const specs = sampleSpecs(constraints, { count: PROGRAMS.length, seed: 0 });
@@ -101,7 +122,7 @@ async function runOnline(out: string, extra: { limit?: number; mutate?: number }
   const client = new ModelClient({ baseURL: server.url, model: 'm', retries: 0 });
   try {
     return await synthesize(
-      { out, specs, constraints, concurrency: 2, ...extra },
+      { out, specs, constraints, concurrency: 2, limits: LIMITS, ...extra },
       { python, tracerDir, env: process.env, source: modelSource(client), questioner: harvestAsking(template).questioner },
     );
   } finally {
@@ -144,6 +165,7 @@ test('online synthesis keeps the good programs and drops every other with its re
     assert.ok(r.questions.length > 0);
     assert.equal(r.trace.isolation !== undefined, true);
   }
+  if (process.env.SYNTH_DEBUG) console.log(drops(out));
   const bySpec = new Map<number, SynthDrop[]>();
   for (const d of drops(out)) {
     const i = Number(d.spec.split('-')[1]);
@@ -158,6 +180,8 @@ test('online synthesis keeps the good programs and drops every other with its re
     assert.match(got[0]!.reason, new RegExp(`^(?:${reasons})$`), `spec ${i}: ${JSON.stringify(got[0])}`);
   });
   assert.equal(fs.existsSync(evil), false, 'the hostile program wrote nothing outside its sandbox');
+  assert.equal(fs.existsSync(forked), false, 'no forked child ran');
+  assert.equal(connections, 0, 'no connection reached the listener');
   const report = buildSynthesisReport({ out, constraints: 'x', specs: specs.length, counters: result.counters, totalSeconds: 1, stoppedEarly: false });
   assert.equal(report.kept, 3);
   assert.equal(report.drops.dedup?.duplicate, 1);
@@ -191,7 +215,7 @@ test('the batch round trip (requests → a results file → import) gives the on
           id: 'x',
           object: 'chat.completion',
           model: 'm',
-          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: PROGRAMS[specIndex(l.body)!]!.text } }],
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: programText(specIndex(l.body)!) } }],
           usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 },
         },
       },
@@ -207,7 +231,7 @@ test('the batch round trip (requests → a results file → import) gives the on
   assert.equal(summary.imported, PROGRAMS.length);
   assert.deepEqual(summary.errors, []);
   await synthesize(
-    { out: offline, specs: fromRequests, constraints, concurrency: 2 },
+    { out: offline, specs: fromRequests, constraints, concurrency: 2, limits: LIMITS },
     { python, tracerDir, env: process.env, questioner: harvestAsking(template).questioner },
   );
   assert.deepEqual(comparable(offline), comparable(path.join(root, 'online')));

@@ -13,6 +13,7 @@ import { BaselineProvider, ModelProvider, type Provider } from '../../engine/mod
 import { endpointFromEnv } from '../../engine/model/config';
 import { pythonTracerDir, resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
+import { mutateStore } from '../../engine/synthesize/mutate';
 
 function positiveInt(values: Record<string, unknown>, flag: string): number | undefined {
   const raw = values[flag];
@@ -77,7 +78,7 @@ export const harvestCommand: Command = {
   usage:
     'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
     '[--runner auto|unittest|pytest] [--per-function N] [--template execverify|execverify-authors] [--hash-seed 0] [--test-fraction 0.1] [--validation-fraction 0] ' +
-    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--allow-import PKG]... [--quiet] [--json]',
+    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--allow-import PKG]... [--mutate N] [--quiet] [--json]',
   options: {
     out: { type: 'string', short: 'o' },
     limit: { type: 'string' },
@@ -99,6 +100,7 @@ export const harvestCommand: Command = {
     python: { type: 'string' },
     'pass-env': { type: 'string', multiple: true },
     'allow-import': { type: 'string', multiple: true },
+    mutate: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
   },
@@ -168,6 +170,23 @@ export const harvestCommand: Command = {
         },
       );
       const files = writeReport(out, result.report);
+      // --mutate N: coverage-guided mutated inputs of the stored samples (docs/synthesis.md#mutation).
+      const mutate = positiveInt(values, 'mutate');
+      if (mutate && !io.signal.aborted) {
+        const m = await mutateStore(
+          {
+            out,
+            count: mutate,
+            concurrency: pool.size,
+            ...(jobEnv ? { jobEnv } : {}),
+            ...(values['hash-seed'] !== undefined ? { hashSeed: hashSeed(values['hash-seed']) } : {}),
+          },
+          { python, tracerDir: pythonTracerDir(), env: io.env, questioner, scorer, signal: io.signal },
+        );
+        io.stderr.write(
+          `mutation: ${m.mutationTried} mutated inputs tried, ${m.mutationKept} kept (lines + branch edges covered ${m.coverageBefore} → ${m.coverageAfter})\n`,
+        );
+      }
       if (result.report.samples === 0) {
         const ran = result.report.tests.run;
         io.stderr.write(

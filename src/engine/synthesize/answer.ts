@@ -9,12 +9,13 @@ export type ProgramAnswer = { ok: true; code: string; calls: string[] } | { ok: 
 /** At most this many example calls are taken from one answer. */
 export const MAX_CALLS = 8;
 
-interface Block {
+export interface Block {
   lang: string;
   body: string;
 }
 
-function fencedBlocks(text: string): Block[] {
+/** The fenced code blocks of a reply, in order, with their language tag (lower-cased). */
+export function fencedBlocks(text: string): Block[] {
   const out: Block[] = [];
   const re = /(^|\n)[ \t]*(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n([\s\S]*?)\n[ \t]*\2[ \t]*(?=\n|$)/g;
   for (let m = re.exec(text); m; m = re.exec(text)) out.push({ lang: m[3]!.toLowerCase(), body: m[4]! });

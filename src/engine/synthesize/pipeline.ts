@@ -200,15 +200,15 @@ export class CandidateProcessor {
 
   constructor(
     readonly store: SampleStore,
-    private readonly options: Pick<
+    private readonly options: { dropsFile?: string; jobEnv?: Record<string, string> } & Pick<
       SynthesisOptions,
       'out' | 'limit' | 'hashSeed' | 'checkSeeds' | 'passBand' | 'mutate' | 'mutateSeed' | 'splits' | 'concurrency' | 'maxFrames' | 'limits'
     >,
     private readonly deps: Pick<SynthesisDeps, 'python' | 'tracerDir' | 'env' | 'questioner' | 'scorer' | 'now' | 'signal'>,
   ) {
-    const work = workFiles(options.out);
-    this.dropLog = new JsonlAppender(work.drops);
-    for (const d of readJsonl(work.drops, (v) => SynthDropSchema.parse(v)).items) this.decided.add(d.candidate);
+    const dropsFile = options.dropsFile ?? workFiles(options.out).drops;
+    this.dropLog = new JsonlAppender(dropsFile);
+    for (const d of readJsonl(dropsFile, (v) => SynthDropSchema.parse(v)).items) this.decided.add(d.candidate);
     this.hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
     this.checkSeeds = options.checkSeeds
       ? options.checkSeeds.filter((x) => x !== this.hashSeed)
@@ -227,7 +227,7 @@ export class CandidateProcessor {
         python: this.deps.python,
         tracerDir: this.deps.tracerDir,
         env: { ...this.deps.env, PYTHONHASHSEED: String(run.hashSeed) },
-        jobEnv: { ...PRIMARY_JOB_ENV, ...(run.rerun ? RERUN_JOB_ENV : {}) },
+        jobEnv: { ...this.options.jobEnv, ...PRIMARY_JOB_ENV, ...(run.rerun ? RERUN_JOB_ENV : {}) },
         size: Math.max(1, this.options.concurrency ?? 2),
       });
       this.tracers.set(key, t);
@@ -400,7 +400,7 @@ export class CandidateProcessor {
     for (const e of coverageOf(trace)) covered.add(e);
     if (c.provenance.synthesis?.source !== 'mutated') this.counters.coverageBefore += covered.size - before;
     this.counters.coverageAfter += covered.size - before;
-    if ((this.options.mutate ?? 0) > 0 && c.provenance.synthesis?.source !== 'mutated') await this.mutate(c, trace);
+    if ((this.options.mutate ?? 0) > 0 && c.provenance.synthesis?.source !== 'mutated') await this.mutate(c);
     return true;
   }
 
@@ -409,25 +409,63 @@ export class CandidateProcessor {
    * runs within limits to a literal and reaches a line or a branch edge of
    * the program not yet covered; kept ones go through every stage themselves.
    */
-  private async mutate(c: Candidate, _trace: Trace): Promise<void> {
+  /** Mutation from a sample already stored (`harvest --mutate`): its run gives the coverage to beat. */
+  async mutateStored(c: Candidate): Promise<void> {
+    let trace: Trace;
+    try {
+      trace = await this.tick('mutate', () => this.primary.trace(this.job(c, { hashSeed: this.hashSeed, rerun: false }), this.deps.signal));
+    } catch (err) {
+      if (this.deps.signal?.aborted) throw err;
+      return;
+    }
+    const covered = this.coverage.get(c.program) ?? new Set<string>();
+    this.coverage.set(c.program, covered);
+    const before = covered.size;
+    for (const e of coverageOf(trace)) covered.add(e);
+    this.counters.coverageBefore += covered.size - before;
+    this.counters.coverageAfter += covered.size - before;
+    await this.mutate(c);
+  }
+
+  private async mutate(c: Candidate): Promise<void> {
     const count = this.options.mutate ?? 0;
     const seed = this.options.mutateSeed ?? c.seed;
     const calls = await this.tick('mutate', () => this.mutations(c.call, seed, count));
+    const covered = this.coverage.get(c.program)!;
+    const run: TraceRun = { hashSeed: this.hashSeed, rerun: false };
     for (const call of calls) {
       if (this.deps.signal?.aborted) return;
-      this.counters.mutationTried += 1;
       const key = sha256(`mutated\u0000${c.key}\u0000${call}`);
-      if (this.isDecided(key)) continue;
-      const covered = this.coverage.get(c.program)!;
-      let trace: Trace;
-      try {
-        trace = await this.tick('mutate', () => this.primary.trace(this.job(c, { hashSeed: this.hashSeed, rerun: false }, call), this.deps.signal));
-      } catch (err) {
-        if (this.deps.signal?.aborted) throw err;
+      // A resumed run: a mutant kept before counts its coverage again (so the
+      // next ones are judged as they were); one rejected before stays rejected.
+      if (this.store.hasCandidate(key)) {
+        try {
+          for (const e of coverageOf(await this.tick('mutate', () => this.primary.trace(this.job(c, run, call), this.deps.signal)))) covered.add(e);
+        } catch (err) {
+          if (this.deps.signal?.aborted) throw err;
+        }
         continue;
       }
-      if (CandidateProcessor.outcomeProblem(trace)) continue;
-      if (![...coverageOf(trace)].some((e) => !covered.has(e))) continue;
+      if (this.decided.has(key)) continue;
+      this.counters.mutationTried += 1;
+      const reject = (reason: string) => this.drop({ candidate: key, stage: 'mutate', reason, spec: c.spec, level: c.level });
+      let trace: Trace;
+      try {
+        trace = await this.tick('mutate', () => this.primary.trace(this.job(c, run, call), this.deps.signal));
+      } catch (err) {
+        if (this.deps.signal?.aborted) throw err;
+        reject('mutant_trace_error');
+        continue;
+      }
+      const problem = CandidateProcessor.outcomeProblem(trace);
+      if (problem) {
+        reject(`mutant_${problem}`);
+        continue;
+      }
+      if (![...coverageOf(trace)].some((e) => !covered.has(e))) {
+        reject('no_new_coverage');
+        continue;
+      }
       const m: Candidate = {
         ...c,
         key,
@@ -445,7 +483,11 @@ export class CandidateProcessor {
           },
         },
       };
-      if (this.dedup(m, 'program')) continue;
+      const dup = this.dedup(m, 'program');
+      if (dup) {
+        reject(dup);
+        continue;
+      }
       if (await this.process(m)) this.counters.mutationKept += 1;
     }
   }
@@ -587,9 +629,11 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
       else todo.push(c);
     }
     opened[gateIndex]!();
-    for (const c of todo) {
+    for (const c of candidates) {
       if (deps.signal?.aborted || limitReached()) return;
-      await p.process(c);
+      if (todo.includes(c)) await p.process(c);
+      // Resumed: a call stored before continues its mutation where it stopped.
+      else if ((options.mutate ?? 0) > 0 && p.store.hasCandidate(c.key)) await p.mutateStored(c);
     }
   };
 
