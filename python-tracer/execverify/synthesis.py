@@ -49,6 +49,13 @@ def _imports(tree: ast.AST) -> Tuple[List[str], List[str]]:
     return seen, bad
 
 
+def literal_value(node: ast.AST) -> Any:
+    """ast.literal_eval, plus `set()` on 3.8 (3.9+ reads it already): one reading of a call on every Python."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set" and not node.args and not node.keywords:
+        return set()
+    return ast.literal_eval(node)
+
+
 def _call_problem(call: str, functions: List[str]) -> Tuple[Optional[str], Optional[str]]:
     """(callee, None) for `name(literal, ..., k=literal)` calling a top-level function; else (None, reason)."""
     try:
@@ -63,11 +70,11 @@ def _call_problem(call: str, functions: List[str]) -> Tuple[Optional[str], Optio
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 return None, "bad_call"
-            ast.literal_eval(arg)
+            literal_value(arg)
         for kw in node.keywords:
             if kw.arg is None:
                 return None, "bad_call"
-            ast.literal_eval(kw.value)
+            literal_value(kw.value)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return None, "non_literal_input"
     return node.func.id, None
@@ -101,11 +108,19 @@ _UNICODE = ("é", "ß", "日", "😀", "\u0301")
 _LONG = 64
 
 
-def _is_literal(value: Any) -> bool:
-    try:
-        return ast.literal_eval(repr(value)) == value
-    except Exception:  # noqa: B902 - nan, inf, a value too deep to print
+def _is_literal(value: Any, depth: int = 0) -> bool:
+    """A value a call can be written with: literals (set() included, on every Python), nothing else."""
+    if depth > 20:
         return False
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple, set)) and not isinstance(value, frozenset):
+        return all(_is_literal(x, depth + 1) for x in value)
+    if isinstance(value, dict):
+        return all(_is_literal(k, depth + 1) and _is_literal(x, depth + 1) for k, x in value.items())
+    return False
 
 
 def _edge_int(v: int, rng: random.Random) -> int:
@@ -232,8 +247,8 @@ def mutate_call(call: str, seed: int, count: int) -> List[str]:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return []
     try:
-        args = [ast.literal_eval(a) for a in node.args]
-        kwargs = [(kw.arg, ast.literal_eval(kw.value)) for kw in node.keywords if kw.arg is not None]
+        args = [literal_value(a) for a in node.args]
+        kwargs = [(kw.arg, literal_value(kw.value)) for kw in node.keywords if kw.arg is not None]
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return []
     slots = len(args) + len(kwargs)
@@ -254,8 +269,6 @@ def mutate_call(call: str, seed: int, count: int) -> List[str]:
             name, old = kwargs[i - len(args)]
             value = mutate_value(old, rng)
             new_kwargs[i - len(args)] = (name, value)
-        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-            continue
         if not _is_literal(value):
             continue
         text = _render(node.func.id, new_args, new_kwargs)
@@ -264,8 +277,24 @@ def mutate_call(call: str, seed: int, count: int) -> List[str]:
     return out
 
 
+def _literal(v: Any) -> str:
+    """repr, but a set's elements in sorted order: the same text under every hash seed."""
+    if isinstance(v, (set, frozenset)):
+        inner = ", ".join(sorted(_literal(x) for x in v))
+        if isinstance(v, frozenset):
+            return "frozenset({%s})" % inner if v else "frozenset()"
+        return "{%s}" % inner if v else "set()"
+    if isinstance(v, list):
+        return "[%s]" % ", ".join(_literal(x) for x in v)
+    if isinstance(v, tuple):
+        return "(%s)" % (_literal(v[0]) + "," if len(v) == 1 else ", ".join(_literal(x) for x in v))
+    if isinstance(v, dict):
+        return "{%s}" % ", ".join("%s: %s" % (_literal(k), _literal(x)) for k, x in v.items())
+    return repr(v)
+
+
 def _render(name: str, args: list, kwargs: list) -> str:
-    parts = [repr(a) for a in args] + ["%s=%r" % (k, v) for k, v in kwargs]
+    parts = [_literal(a) for a in args] + ["%s=%s" % (k, _literal(v)) for k, v in kwargs]
     return "%s(%s)" % (name, ", ".join(parts))
 
 
