@@ -204,9 +204,12 @@ def result_text(value, repr_limit: int, container_limit: int, namespace=None):
     text, why = literal_repr(value, repr_limit, container_limit)
     if text is not None or why != "not_literal" or namespace is None:
         return text, why
-    described, reason = reconstruct.describe(value, namespace, container_limit)
+    seen_types: set = set()
+    described, reason = reconstruct.describe(value, namespace, container_limit, seen_types=seen_types)
     if described is None:
         return None, "not_literal" if reason == "not_reconstructible" else reason
+    if reconstruct.repr_runs_project_code(seen_types):
+        return None, "repr_runs_code"  # a __repr__ of the project's: the program could see it run
     try:
         text = repr(value)
     except Exception:
@@ -421,6 +424,32 @@ def _class_functions(namespace):
     return found
 
 
+def definitions(path):
+    """[(qualname, is_method)] of a source file's module-level functions and of
+    the functions in its classes' bodies (nested classes too), the branches of
+    top-level `if` / `try` included; [] when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    out = []
+
+    def walk(body, prefix, in_class):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + node.name, in_class))
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, prefix + node.name + ".", True)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+                walk(getattr(node, "body", []) + getattr(node, "orelse", []) + getattr(node, "finalbody", []), prefix, in_class)
+                for handler in getattr(node, "handlers", []):
+                    walk(handler.body, prefix, in_class)
+
+    walk(tree.body, "", False)
+    return list(dict.fromkeys(out))
+
+
 class _Construction:
     """An `__init__` in progress: the instance and the `Class(args)` that rebuilds it (or why not)."""
 
@@ -519,6 +548,10 @@ class CallCapture:
         self._misses = Counter()  # slot index or id(code) -> method calls that gave no record / constructions
         self._given_up = set()  # slot indexes of methods no longer followed
         self._class_codes = {}  # id(module globals) -> (globals, {id(code): (qualname, kind, function)})
+        # for the report: project functions and methods the tests entered, the source files they loaded
+        self.called = set()  # "file:qualname"
+        self.sources = set()
+        self._slot_names = []  # trampoline slot index -> "file:qualname"
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -624,11 +657,19 @@ class CallCapture:
         cached = self._code_info.get(id(code))
         if cached is None or cached[0] is not code:
             info = self._classify(code, frame.f_globals)
+            if info is not None:
+                self._note_called(code, info)
             if info.__class__ is str:
                 self._fn_drop(info, self._code_key(code))
             cached = (code, info)
             self._code_info[id(code)] = cached
         return cached[1]
+
+    def _note_called(self, code, info) -> None:
+        rel = info[0] if info.__class__ is tuple else self._project_file(code.co_filename)
+        if rel is not None:
+            name = info[1] if info.__class__ is tuple else getattr(code, "co_qualname", code.co_name)
+            self.called.add("%s:%s" % (rel, name))
 
     def _fn_drop(self, reason, key) -> None:
         self._fn_drops[reason].add(key)
@@ -917,6 +958,8 @@ class CallCapture:
             return
         self.t.append(target)
         self._slots.append([fn, original, code, info, 0, kind])
+        rel = self._project_file(original.co_filename)
+        self._slot_names.append("%s:%s" % (rel, fn.__qualname__) if rel else None)
 
     def enter(self, index, positional, keywords):
         """First half of a trampoline: the pending call or None. Never raises."""
@@ -925,6 +968,7 @@ class CallCapture:
             slot[4] += 1
             if slot[4] >= _MAX_TRAMPOLINE_DEPTH:
                 slot[0].__code__ = slot[1]  # deeper calls run the function's own code directly
+            self.called.add(self._slot_names[index])
             if slot[5] in ("call", "gencall"):
                 return (index, self._begin(slot[3], slot[1].co_firstlineno, positional, keywords.items(), slot[0].__globals__))
             return (index, self._enter_method(index, slot, positional, keywords))
@@ -1019,6 +1063,7 @@ class CallCapture:
         slot = self._slots[index]
         try:
             slot[0].__code__ = slot[1]
+            self.called.add(self._slot_names[index])
             self._fn_drop(*slot[3])
         except Exception:
             self.drops["capture_error"] += 1
@@ -1207,6 +1252,38 @@ class CallCapture:
                         self.drops[reason] += value
                 for reason in FUNCTION_REASONS:
                     self._fn_drops[reason].update(fn.get(reason, ()))
+                self.called.update(line.get("calledNames") or ())
+                self.sources.update(line.get("sources") or ())
+
+    def functions_summary(self) -> dict:
+        """Functions and methods defined in the project modules the tests
+        loaded, and how many of them the tests called (`called` counts only
+        names defined there: nested functions and lambdas are left out)."""
+        for module in list(sys.modules.values()):
+            try:
+                path = module.__dict__.get("__file__") if type(module) is types.ModuleType else None
+                rel = self._project_file(path) if isinstance(path, str) else None
+            except Exception:
+                continue
+            if rel is not None:
+                self.sources.add(rel)
+        self.sources.update(name.rpartition(":")[0] for name in self.called if name)
+        defined = {}
+        for rel in sorted(self.sources):
+            if self._project_file(os.path.join(self.root, rel)) is None:
+                continue  # collected as a test file after it was first seen
+            for qualname, is_method in definitions(os.path.join(self.root, rel)):
+                defined["%s:%s" % (rel, qualname)] = is_method
+        called = [defined[name] for name in self.called if name in defined]
+        methods = sum(defined.values())
+        return {
+            "functions": {
+                "defined": {"functions": len(defined) - methods, "methods": methods},
+                "called": {"functions": called.count(False), "methods": called.count(True)},
+            },
+            "calledNames": sorted(n for n in self.called if n),
+            "sources": sorted(self.sources),
+        }
 
     def write(self, path: str, extra=None) -> None:
         """Writes one JSON line per call, then one summary line (`kind: "summary"`)."""
@@ -1216,6 +1293,7 @@ class CallCapture:
                 out.write(json.dumps(dict(call, kind="call")) + "\n")
             summary = {"kind": "summary", "calls": len(self.calls), "drops": self.counts(), "backend": self.backend,
                        "droppedFunctions": {r: sorted(k) for r, k in self._fn_drops.items() if k}}
+            summary.update(self.functions_summary())
             if extra:
                 summary.update(extra)
             out.write(json.dumps(summary) + "\n")

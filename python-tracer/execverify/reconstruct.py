@@ -26,7 +26,9 @@ import decimal
 import enum
 import fractions
 import math
+import os
 import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -39,17 +41,47 @@ _ITERATORS = tuple({type(iter([])), type(iter(())), type(iter(range(0))), type(i
 _BUILTIN_CALLABLE_TYPES = (types.BuiltinFunctionType, types.FunctionType, type(str.lower), type(dict.__dict__["fromkeys"]))
 
 
+_STDLIB_DIR = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def repr_runs_project_code(types_) -> bool:
+    """True when `repr` of a value made of these types would run code that is
+    not the standard library's: a `__repr__` written in Python outside the
+    standard library (a dataclass's generated one, made by the dataclasses
+    module, is the standard library's)."""
+    for t in types_:
+        found = None
+        for klass in type.__dict__["__mro__"].__get__(t):
+            found = type.__dict__["__dict__"].__get__(klass).get("__repr__")
+            if found is not None:
+                break
+        if type(found) is not types.FunctionType:
+            continue  # a C slot (object, int, list, ...) or a wrapper written in C
+        code = found.__code__
+        if "__create_fn__" in code.co_qualname if hasattr(code, "co_qualname") else found.__qualname__.startswith("__create_fn__"):
+            continue  # dataclasses' own generated __repr__ (its fields are described types too)
+        filename = os.path.realpath(code.co_filename)
+        if not filename.startswith(_STDLIB_DIR) or os.sep + "site-packages" + os.sep in filename:
+            return True
+    return False
+
+
 class NotReconstructible(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
 
 
-def describe(value, namespace=None, container_limit: int = DEFAULT_CONTAINER_LIMIT, length_limit: int = DEFAULT_LENGTH_LIMIT):
+def describe(value, namespace=None, container_limit: int = DEFAULT_CONTAINER_LIMIT, length_limit: int = DEFAULT_LENGTH_LIMIT,
+             seen_types=None):
     """(expression, None) that rebuilds `value` in a sample whose top-level
-    names are `namespace` (the function's module globals), or (None, reason)."""
+    names are `namespace` (the function's module globals), or (None, reason).
+    `seen_types`, a set, receives the type of every part of the value."""
     try:
-        text = _Describer(namespace or {}, container_limit).value(value, 0)
+        describer = _Describer(namespace or {}, container_limit)
+        if seen_types is not None:
+            describer.types = seen_types
+        text = describer.value(value, 0)
     except NotReconstructible as e:
         return None, e.reason
     except RecursionError:
@@ -81,11 +113,13 @@ class _Describer:
     def __init__(self, namespace, container_limit):
         self.namespace = namespace
         self.limit = container_limit
+        self.types: set = set()
 
     def value(self, v, depth):
         if depth > 8:
             raise NotReconstructible("too_deep")
         t = type(v)
+        self.types.add(t)
         if t in _SCALARS:
             return repr(v)
         if t is float:

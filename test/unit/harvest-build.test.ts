@@ -224,4 +224,11 @@ test('methods: Class(args).method(args) from fresh instances, the class cut out,
     }
   }
   assert.equal(report.drops.capture?.method_or_nested, undefined);
+  // The report counts functions and methods: defined, called by the tests, stored.
+  const fm = report.functionsAndMethods!;
+  assert.deepEqual(fm.defined, { functions: 0, methods: 16 });
+  assert.equal(fm.called.functions, 0);
+  assert.ok(fm.called.methods >= 15 && fm.called.methods <= 16, JSON.stringify(fm.called));
+  assert.deepEqual(fm.stored, { functions: 0, methods: new Set(records.map((r) => r.provenance.function)).size });
+  assert.ok(fm.stored.methods >= 9, JSON.stringify(fm.stored));
 });

@@ -42,6 +42,13 @@ export const CaptureSummarySchema = z
     /** Seconds (wall, CPU) the test run took inside the capture process. */
     seconds: z.number().optional(),
     cpuSeconds: z.number().optional(),
+    /** Functions and methods defined in the project modules the tests loaded, and how many of them the tests called. */
+    functions: z
+      .object({
+        defined: z.object({ functions: z.number().int(), methods: z.number().int() }),
+        called: z.object({ functions: z.number().int(), methods: z.number().int() }),
+      })
+      .optional(),
   })
   .passthrough();
 export type CaptureSummary = z.infer<typeof CaptureSummarySchema>;

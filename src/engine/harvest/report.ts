@@ -47,6 +47,12 @@ export interface HarvestReport {
   samples: number;
   splits: Record<string, number>;
   functions: number;
+  /**
+   * Module-level functions and methods (`Class.method`): defined in the project
+   * modules the tests loaded, called by the tests, and with a stored sample.
+   * Null when the capture did not count them (an older capture).
+   */
+  functionsAndMethods: null | Record<'defined' | 'called' | 'stored', { functions: number; methods: number }>;
   difficulty: { histogram: number[]; mean: number | null };
   rewards: null | { model: string; answers: number; mean: number; passRateMean: number; fullyRight: number };
   timings: StageTiming[];
@@ -121,6 +127,7 @@ export function buildReport(input: ReportInput): HarvestReport {
     samples: records.length,
     splits: count(records, (r) => r.split),
     functions: new Set(records.map((r) => `${r.provenance.file}:${r.provenance.function}`)).size,
+    functionsAndMethods: input.capture?.functions ? { ...input.capture.functions, stored: storedFrom(records) } : null,
     difficulty: { histogram: histogram(scores), mean: scores.length ? round(scores.reduce((a, b) => a + b, 0) / scores.length) : null },
     rewards: allAnswers.length
       ? {
@@ -136,6 +143,13 @@ export function buildReport(input: ReportInput): HarvestReport {
     samplesPerSecond: input.totalSeconds > 0 ? round(records.length / input.totalSeconds) : 0,
     stoppedEarly: input.stoppedEarly,
   };
+}
+
+/** Distinct functions and methods (a `Class.method` name) with a stored sample. */
+function storedFrom(records: { provenance: { file: string; function: string } }[]): { functions: number; methods: number } {
+  const names = new Set(records.map((r) => `${r.provenance.file}:${r.provenance.function}`));
+  const methods = [...names].filter((n) => n.slice(n.lastIndexOf(':') + 1).includes('.')).length;
+  return { functions: names.size - methods, methods };
 }
 
 function round(x: number): number {
@@ -160,6 +174,11 @@ export function renderReport(report: HarvestReport): string {
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')})`,
   );
+  const fm = report.functionsAndMethods;
+  if (fm) {
+    const pair = (x: { functions: number; methods: number }) => `${x.functions} + ${x.methods}`;
+    lines.push(`- functions + methods: ${pair(fm.defined)} defined, ${pair(fm.called)} called by the tests, ${pair(fm.stored)} stored`);
+  }
   lines.push(`- credentials: ${report.credentials.dropped} samples dropped, ${report.credentials.redacted} values redacted`);
   if (report.stoppedEarly) lines.push('- stopped early by --limit or --max-time; run the same command again to continue');
   lines.push('', '## Stages', '', '| stage | count |', '|---|---:|');
