@@ -25,6 +25,8 @@ _GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC
 def load(path):
     """The file as a module named after it (as the in-process tracer names it)."""
     name = os.path.splitext(os.path.basename(path))[0]
+    if not name.isidentifier():
+        name = "__source__"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise SystemExit("execverify.dap_entry: cannot load " + path)
@@ -114,6 +116,21 @@ def run(path, expr):
     return outcome  # outcome
 
 
+def main(argv):
+    path, expr = argv[1], argv[2]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    sys.argv = [path]  # the module body sees the file alone, as the in-process tracer's
+    try:
+        compile(expr, "<entry>", "eval")
+        with open(path, "rb") as f:
+            compile(f.read(), path, "exec")
+    except SyntaxError as exc:
+        # One line the tracer turns into its syntax_error (stderr reaches it as an output event).
+        where = "the entry" if exc.filename == "<entry>" else "line %s" % exc.lineno
+        sys.stderr.write("execverify.dap_entry: syntax_error: %s at %s\n" % (exc.msg, where))
+        raise SystemExit(2)
+    run(path, expr)
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[1])))
-    run(sys.argv[1], sys.argv[2])
+    main(sys.argv)

@@ -2,9 +2,10 @@
 // step or as the JSON Trace.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { UsageError, type Command } from '../command';
+import { UsageError, type CliIO, type Command } from '../command';
 import { resolvePython } from '../../engine/python';
 import { TracerPool, TracerError, type TraceJob } from '../../engine/trace/runner';
+import { traceViaDebugpy } from '../../engine/dap/debugpy-tracer';
 import { TRACE_SCHEMA_VERSION, type Limits, type Trace, type Value } from '../../engine/trace/schema';
 
 const LIMIT_FLAGS: Array<[flag: string, key: keyof Limits]> = [
@@ -24,7 +25,7 @@ export const traceCommand: Command = {
   summary: 'Run FILE under the tracer and print every step (or the JSON trace with --json).',
   usage:
     'execverify trace FILE (--entry "f([1, 2], 3)" | --script [ARG ...] | --function mod:fn [--call-args "1, 2"]) ' +
-    '[--stdin PATH] [--json] [--python PATH] [--backend monitoring|settrace] ' +
+    '[--stdin PATH] [--json] [--python PATH] [--backend monitoring|settrace] [--via debugpy] ' +
     LIMIT_FLAGS.map(([f]) => `[--${f} N]`).join(' '),
   options: {
     entry: { type: 'string', short: 'e' },
@@ -36,6 +37,7 @@ export const traceCommand: Command = {
     stdin: { type: 'string' },
     python: { type: 'string' },
     backend: { type: 'string' },
+    via: { type: 'string' },
     ...Object.fromEntries(LIMIT_FLAGS.map(([f]) => [f, { type: 'string' as const }])),
   },
   async run(values, positionals, io) {
@@ -86,6 +88,7 @@ export const traceCommand: Command = {
     }
 
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+    if (values.via !== undefined) return traceThroughDebugger(String(values.via), job, python, values.json === true, io);
     const pool = new TracerPool({ python, size: 1, env: io.env });
     try {
       const trace = await pool.trace(job, io.signal);
@@ -103,6 +106,24 @@ export const traceCommand: Command = {
     }
   },
 };
+
+/** `--via debugpy`: the same job recorded by driving a debugger over DAP (src/engine/dap/). */
+async function traceThroughDebugger(via: string, job: TraceJob, python: string, json: boolean, io: CliIO): Promise<number> {
+  if (via !== 'debugpy') throw new UsageError(`--via must be debugpy, not '${via}'`);
+  if (job.entry.kind !== 'call' || job.path === undefined) throw new UsageError('--via debugpy records a call: give FILE and --entry "f(1, 2)"');
+  if (job.stdin !== undefined || job.backend !== undefined) throw new UsageError('--via debugpy takes neither --stdin nor --backend');
+  try {
+    const trace = await traceViaDebugpy({ path: job.path, expr: job.entry.expr, python, env: io.env, limits: job.limits }, io.signal);
+    io.stdout.write(json ? JSON.stringify(trace) + '\n' : renderTrace(trace));
+    return 0;
+  } catch (err) {
+    if (err instanceof TracerError) {
+      io.stderr.write(`execverify trace: ${err.code === 'cancelled' ? 'cancelled' : err.message}\n`);
+      return err.code === 'cancelled' ? 130 : 1;
+    }
+    throw err;
+  }
+}
 
 /** The file a run reads as its standard input: UTF-8 text (the trace records it as text). */
 function readStdinFile(file: string): { ok: true; text: string } | { ok: false; error: string } {

@@ -89,7 +89,9 @@ interface OpenFrame {
 /** Records `job` through debugpy; the Trace is validated like the in-process tracer's. */
 export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal): Promise<Trace> {
   const started = performance.now();
-  const info = debugpyInfo(job.python, job.env);
+  // The adapter starts the program from its own directory: a relative interpreter path must not depend on it.
+  const python = job.python.includes(path.sep) ? path.resolve(job.python) : job.python;
+  const info = debugpyInfo(python, job.env);
   const limits = { ...DEFAULTS, ...job.limits };
   const file = realpathSync(job.path);
   const source = readFileSync(file, 'utf8');
@@ -100,7 +102,7 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
   const entryLine = mark('# entry');
   const outcomeLine = mark('# outcome');
 
-  const adapter = spawn(job.python, ['-m', 'debugpy.adapter'], { env: workerEnv(job.env, tracerDir), stdio: ['pipe', 'pipe', 'pipe'] });
+  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { env: workerEnv(job.env, tracerDir), stdio: ['pipe', 'pipe', 'pipe'] });
   let adapterErr = '';
   adapter.stderr!.on('data', (d: Buffer) => (adapterErr = (adapterErr + d.toString('utf8')).slice(-4000)));
   const dap = new DapClient(adapter.stdout!, adapter.stdin!);
@@ -147,13 +149,14 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       module: ENTRY_MODULE,
       args: [file, job.expr],
       cwd: path.dirname(file),
-      python: [job.python],
+      python: [python],
       justMyCode: true,
       showReturnValue: true,
       redirectOutput: true,
       console: 'internalConsole',
     });
-    await initialized;
+    launched.catch(() => undefined); // awaited below; a refusal must not go unhandled meanwhile
+    await Promise.race([initialized, launched]);
     await dap.request('setBreakpoints', { source: { path: entryFile }, breakpoints: [{ line: entryLine }, { line: outcomeLine }] });
     // Stops where an exception is raised in the file: its `exception` events, and how an unwinding frame is told apart.
     await dap.request('setExceptionBreakpoints', { filters: ['raised'] });
@@ -164,8 +167,16 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
     );
     const firstStop = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
     await launched;
-    const stop = await Promise.race([firstStop, ended]);
+    let stop = await Promise.race([firstStop, ended]);
+    // Exceptions raised before the entry call (in the module body, or its syntax check) are not ours to stop at.
+    while (stop && stop.body.reason === 'exception') {
+      const next = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+      await dap.request('continue', { threadId: stop.body.threadId ?? 1 });
+      stop = await Promise.race([next, ended]);
+    }
     if (!stop) {
+      const syntax = /execverify\.dap_entry: syntax_error: (.*)/.exec(out.stderr);
+      if (syntax) throw new TracerError('syntax_error', syntax[1]!);
       const why = (out.stderr || adapterErr).trim().slice(-2000);
       throw new TracerError('bad_entry', `the program ended before the entry call ran${why ? `:\n${why}` : ''}`);
     }
