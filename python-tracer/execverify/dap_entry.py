@@ -128,7 +128,7 @@ def main(argv):
         # One line the tracer turns into its syntax_error (stderr reaches it as an output event).
         where = "the entry" if exc.filename == "<entry>" else "line %s" % exc.lineno
         sys.stderr.write("execverify.dap_entry: syntax_error: %s at %s\n" % (exc.msg, where))
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     run(path, expr)
 
 
