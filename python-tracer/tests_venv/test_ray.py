@@ -1,0 +1,177 @@
+"""Harvest and rewards on a real local Ray (`ray.init(num_cpus=2)`, one per module).
+
+The Ray harvest of three fixture projects gives the local run's sample ids,
+even when a Ray worker running one of them is SIGKILLed mid-harvest; the judge
+actors give compute_score's rewards; a store is scored on Ray.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason='Ray is an extra: pip install "ray[data]" (scripts/python-env.sh installs it)')
+
+from execverify import ray_harvest, ray_reward, reward  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(REPO, "test", "fixtures", "harvest")
+TRUTHS = os.path.join(REPO, "python-tracer", "tests", "data", "exported-truths.jsonl.gz")
+PROJECTS = ("values", "methods", "generators")
+FLAGS = ["--no-answers"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def projects():
+    root = tempfile.mkdtemp(prefix="execverify-ray-test-")
+    out = []
+    for name in PROJECTS:  # tests copy a fixture before running it (test/fixtures/harvest/README.md)
+        dst = os.path.join(root, name)
+        shutil.copytree(os.path.join(FIXTURES, name), dst)
+        out.append(dst)
+    yield out
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def local_ids(projects):
+    """Each project harvested locally, as `execverify harvest` runs it."""
+    cli, cwd = ray_harvest.default_cli()
+    ids = []
+    for p in projects:
+        out = tempfile.mkdtemp(prefix="execverify-local-")
+        proc = subprocess.run(cli + ["harvest", p, "--out", out, "--quiet"] + FLAGS, cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        ids.append(ray_harvest._ids_in(os.path.join(out, "samples.jsonl")))
+        shutil.rmtree(out, ignore_errors=True)
+    assert all(ids), ids  # every fixture yields samples
+    return ids
+
+
+def _harvest_of(project):
+    """The pid of the running `execverify harvest <project>` and of its parent (the Ray worker)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"harvest" in argv and project.encode() in argv:
+                with open("/proc/%s/status" % pid) as fh:
+                    ppid = [int(line.split()[1]) for line in fh if line.startswith("PPid:")][0]
+                return int(pid), ppid
+        except (OSError, IndexError):
+            continue
+    return None
+
+
+def test_ray_harvest_gives_the_local_ids_when_a_worker_is_killed_mid_run(local_ray, projects, local_ids, tmp_path):
+    out = str(tmp_path / "store")
+    killed = {}
+    done = threading.Event()
+
+    def killer():
+        while not done.is_set():
+            found = _harvest_of(projects[1])
+            if found:
+                os.kill(found[1], signal.SIGKILL)  # the Ray worker, mid-harvest
+                killed["worker"] = found[1]
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    try:
+        summary = ray_harvest.run(projects, out, FLAGS)
+    finally:
+        done.set()
+        t.join()
+    assert killed, "the harvest of %s was never seen running" % projects[1]
+    assert summary["failed"] == []
+    ids = ray_harvest._ids_in(os.path.join(out, "samples.jsonl"))
+    # The local run's samples, project by project (a harvest's own order follows its parallel jobs;
+    # the merge sorts a project's samples by id), nothing lost, nothing twice.
+    expected = [i for part in local_ids for i in sorted(part)]
+    assert ids == expected
+    assert len(set(ids)) == len(ids)
+    assert sorted(os.listdir(os.path.join(out, "shards"))) == ["000-values", "001-methods", "002-generators"]
+
+    # Run again (a resumed driver): nothing is harvested or added twice.
+    with open(os.path.join(out, "samples.jsonl"), "rb") as fh:
+        before = fh.read()
+    again = ray_harvest.run(projects, out, FLAGS)
+    assert (again["added"], again["samples"], again["failed"]) == (0, len(expected), [])
+    with open(os.path.join(out, "samples.jsonl"), "rb") as fh:
+        assert fh.read() == before
+
+
+def test_a_file_listing_projects_is_read_relative_to_itself(projects, tmp_path):
+    listing = tmp_path / "projects.txt"
+    rel = [os.path.relpath(p, str(tmp_path)) for p in projects]
+    listing.write_text("# three fixtures\n" + "\n".join(rel) + "\n\n")
+    assert ray_harvest.read_projects([str(listing)]) == projects
+
+
+def _pairs():
+    with gzip.open(TRUTHS, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh][:200]
+    labels, responses = [], []
+    for r in rows:
+        lines = r["reference"].split("\n")
+        wrong = "\n".join(lines[:-2] + ["0; NoneType", lines[-1]])
+        for answer in (r["reference"], wrong, "no answer", r["reference"][: len(r["reference"]) // 2]):
+            labels.append(r["label"])
+            responses.append(answer)
+    return labels, responses
+
+
+def test_judge_actors_give_compute_score_and_survive_a_killed_actor(local_ray):
+    labels, responses = _pairs()
+    expected = [reward.compute_score("execverify", r, gt, None) for gt, r in zip(labels, responses)]
+    assert len(set(expected)) >= 3
+    pool = ray_reward.JudgePool(num_actors=2, batch_size=100)
+    try:
+        assert pool.compute_scores(labels, responses) == expected
+        ray.kill(pool.actors[0], no_restart=False)  # the actor dies; Ray restarts it
+        assert pool.compute_scores(labels, responses) == expected
+    finally:
+        pool.shutdown()
+
+
+def test_a_store_is_scored_on_ray(local_ray, tmp_path):
+    labels, responses = _pairs()
+    store = tmp_path / "store"
+    store.mkdir()
+    with open(str(store / "samples.jsonl"), "w") as fh:
+        for n, gt in enumerate(labels[::4]):
+            fh.write(json.dumps({"id": "s%d" % n, "groundTruth": gt}) + "\n")
+    with open(str(tmp_path / "responses.jsonl"), "w") as fh:
+        for k, r in enumerate(responses):
+            fh.write(json.dumps({"id": "s%d" % (k // 4), "response": r}) + "\n")
+    pool = ray_reward.JudgePool(num_actors=2)
+    try:
+        n = ray_reward.score_store(str(store), str(tmp_path / "responses.jsonl"), str(tmp_path / "scores.jsonl"), pool)
+    finally:
+        pool.shutdown()
+    assert n == len(responses)
+    with open(str(tmp_path / "scores.jsonl")) as fh:
+        got = [json.loads(line) for line in fh]
+    assert [g["reward"] for g in got] == [reward.compute_score("d", r, gt) for gt, r in zip(labels, responses)]
+    assert [g["id"] for g in got] == ["s%d" % (k // 4) for k in range(len(responses))]
