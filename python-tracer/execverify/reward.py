@@ -18,6 +18,9 @@ This file is also loaded by path (verl's custom_reward_function.path imports a
 file as a module named "custom_module"), so it must import its siblings without
 relying on being inside the package.
 
+A code-generation task's ground truth ("execverify.codegen/1") is scored by
+the unit-test reward (execverify.codegen_reward) through the same entry points.
+
 Ground truth travels as a JSON string, format "execverify.truth/1" — see
 docs/rewards-for-trainers.md and src/engine/judge/schema.ts (the zod schema).
 """
@@ -31,11 +34,13 @@ from typing import Any, Dict, List, Optional, Sequence
 
 try:  # inside the package
     from . import answers as _answers
+    from . import codegen_reward as _codegen
     from . import expr_eval as _expr_eval
     from . import judge as _judge
 except ImportError:  # loaded by file path (verl, OpenRLHF): make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from execverify import answers as _answers
+    from execverify import codegen_reward as _codegen
     from execverify import expr_eval as _expr_eval
     from execverify import judge as _judge
 
@@ -142,7 +147,13 @@ def score_batch(ground_truths: Sequence[Any], responses: Sequence[Any], options:
     options = options or {}
     deferred = _expr_eval.Batch()
     partial: List[Dict[str, Any]] = []
+    # Code-generation tasks (execverify.codegen/1) get the unit-test reward, in the same batch.
+    codegen: List[tuple] = []
     for gt, resp in zip(ground_truths, responses):
+        if _codegen.is_codegen(gt):
+            codegen.append((len(partial), gt, resp))
+            partial.append({"codegen": True})
+            continue
         try:
             truth = load_truth(gt)
         except TruthError as exc:
@@ -150,7 +161,11 @@ def score_batch(ground_truths: Sequence[Any], responses: Sequence[Any], options:
             continue
         partial.append(_score_one(truth, resp, options, deferred))
     deferred.run(timeout_s)
-    return [p if "error" in p else _finish(p) for p in partial]
+    done = [p if "error" in p or "codegen" in p else _finish(p) for p in partial]
+    if codegen:
+        for (i, _, _), s in zip(codegen, _codegen.score_batch([c[1] for c in codegen], [c[2] for c in codegen])):
+            done[i] = s
+    return done
 
 
 def score(ground_truth: Any, response: Any, options: Optional[Dict[str, Any]] = None,

@@ -5,6 +5,7 @@ type-aware mutation of a call's literal arguments.
 Ops (worker, inside the OS sandbox):
   synth_analyse {items: [{code, calls: [str]}]} -> {results: [Analysis]}
   synth_mutate  {items: [{call, seed, count}]}  -> {results: [{calls: [str]}]}
+  codegen_task  {items: [{code, function, results}]} -> {results: [task parts]}
 
 Only `ast.parse` and `ast.literal_eval` touch the program and the calls: the
 program runs later, traced, in a sandboxed child of its own.
@@ -298,6 +299,64 @@ def _render(name: str, args: list, kwargs: list) -> str:
     return "%s(%s)" % (name, ", ".join(parts))
 
 
+# ------------------------------------------------------------------ code generation
+
+def _without_examples(doc: str) -> str:
+    """A docstring without its doctest examples (`>>>` lines and the output after them)."""
+    out: List[str] = []
+    in_example = False
+    for line in doc.splitlines():
+        text = line.strip()
+        if text.startswith(">>>") or (in_example and text.startswith("...")):
+            in_example = True
+            continue
+        if in_example and text:
+            continue  # the example's expected output
+        in_example = False
+        out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    if out and out[-1].strip().rstrip(":").lower() in ("example", "examples", "usage", "doctest", "doctests"):
+        out.pop()
+    return "\n".join(out).strip()
+
+
+def codegen_task(code: str, function: str) -> Dict[str, Any]:
+    """The parts of a "write this function" task: the function's signature and
+    docstring (without examples), the rest of the program as context, and the
+    function's own source (the reference solution)."""
+    try:
+        tree = ast.parse(code)
+    except _PARSE_ERRORS:
+        return {"problem": "syntax"}
+    lines = code.splitlines(True)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+            break
+    else:
+        return {"problem": "no_function"}
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    end = getattr(node, "end_lineno", None) or len(lines)
+    body_start = node.body[0].lineno
+    signature = "".join(lines[first - 1: body_start - 1]).rstrip()
+    if not signature.endswith(":"):  # a one-line def: `def f(x): return x`
+        signature = "".join(lines[first - 1: node.lineno]).split(":")[0] + ":"
+    doc = ast.get_docstring(node) or ""
+    context = "".join(lines[: first - 1] + lines[end:]).strip()
+    return {"problem": None, "signature": signature, "docstring": _without_examples(doc), "context": context,
+            "solution": "".join(lines[first - 1: end]).rstrip() + "\n"}
+
+
+def value_of(repr_text: str, type_name: str) -> Dict[str, Any]:
+    """A trace Value for a stored result: `literal` when the repr reads back as a value of that type."""
+    try:
+        v = ast.literal_eval(repr_text)
+        literal = type(v).__name__ == type_name and repr(v) == repr_text
+    except Exception:  # noqa: B902 - not a literal (or too deep): compared by repr
+        literal = False
+    return {"repr": repr_text, "type": type_name, "literal": literal}
+
+
 # ------------------------------------------------------------------ worker ops
 
 def _items(params: dict) -> list:
@@ -324,4 +383,17 @@ def op_synth_mutate(params: dict) -> dict:
         if not isinstance(call, str) or not isinstance(seed, int) or not isinstance(count, int) or not 0 <= count <= 1000:
             raise OpError("bad_entry", "synth_mutate items are {call: str, seed: int, count: 0..1000}")
         results.append({"calls": mutate_call(call, seed, count)})
+    return {"results": results}
+
+
+def op_codegen_task(params: dict) -> dict:
+    """{items: [{code, function, results: [[repr, type], ...]}]} -> {results: [task parts + values]}"""
+    results = []
+    for item in _items(params):
+        code, function, res = item.get("code"), item.get("function"), item.get("results") or []
+        if not isinstance(code, str) or not isinstance(function, str) or not isinstance(res, list):
+            raise OpError("bad_entry", "codegen_task items are {code: str, function: str, results: [[repr, type]]}")
+        task = codegen_task(code, function)
+        task["values"] = [value_of(str(r[0]), str(r[1])) for r in res if isinstance(r, list) and len(r) == 2]
+        results.append(task)
     return {"results": results}

@@ -79,7 +79,7 @@ OPS = {
 # The judge's ops (execverify.judge_ops), loaded on first use.
 JUDGE_OPS = ("judge", "judge_batch", "eval_expr", "reward", "reward_batch", "cruxeval_score", "reval_score")
 # Synthesis's static checks and input mutation (execverify.synthesis), loaded on first use.
-SYNTH_OPS = ("synth_analyse", "synth_mutate")
+SYNTH_OPS = ("synth_analyse", "synth_mutate", "codegen_task")
 
 
 # Ops that decide for themselves whether the job needs the user's site
@@ -138,6 +138,16 @@ def handle(line: bytes) -> bytes:
 _MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
 
 
+def _warm_server() -> None:
+    """Runs in the fork server before its first child: what every child
+    needs, loaded once (`site`, and the answers' evaluator)."""
+    tracer.ensure_site()
+    from . import answer_host  # noqa: F401 - registers the answers' job kind
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+
+
 def main(argv=None) -> int:
     isolation.enter(["-u", "-S", "-c", _MAIN])
     isolation.status()  # decided once, before any job is forked
@@ -148,9 +158,9 @@ def main(argv=None) -> int:
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()
-    # The jobs' children come from a fork server forked now, before any
-    # request: it never holds a job (prefork.py); it runs `site` itself.
-    prefork.start(warm=tracer.ensure_site)
+    # The jobs' and answers' children come from a fork server forked now,
+    # before any request: it never holds a job, a truth or an answer (prefork.py).
+    prefork.start(warm=_warm_server)
     proto = os.dup(1)
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     sys.stdout = sys.stderr
