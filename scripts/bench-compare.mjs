@@ -1,23 +1,24 @@
-// `npm run bench:compare -- [BASE] [--rounds N] [--only tracer,judge,…] [--keep]`:
+// `npm run bench:compare -- [BASE [AFTER]] [--rounds N] [--only tracer,judge,…] [--working-tree] [--keep]`:
 // every benchmark on BASE (default 1ca461b, the commit before issues 15 and 16)
-// and on the working tree, alternately in one run, so a change in the machine's
-// load touches both sides alike. Writes a table (benchmark, metric, before,
+// and on AFTER (default HEAD; --working-tree: this checkout as it is, others'
+// uncommitted changes included), alternately in one run, so a change in the
+// machine's load touches both sides alike. Writes a table (benchmark, metric, before,
 // after, ratio, noise, within noise) to stdout as markdown and to
 // bench/results/compare-<base>-<time>.json.
 //
 // Noise: each side runs each benchmark --rounds times (default 2; the order
-// alternates each round: BASE first, then the tree first). A metric's noise is
+// alternates each round: BASE first, then AFTER first). A metric's noise is
 // the larger of the two sides' spreads, (max − min) / median; a difference is
 // within noise when |after / before − 1| ≤ that spread. A count (events,
 // samples, prompts) has no spread: it must be equal.
 //
-// BASE runs its own benchmark scripts from a git worktree made under the
+// Each side runs its own benchmark scripts from a git worktree made under the
 // temporary directory (removed at the end unless --keep). Its node_modules is
-// the working tree's when every package BASE's lock file names is at the same
-// version in the tree's lock (the ones the tree dropped are dev-only and no
+// the working tree's when every package its lock file names is at the same
+// version in the tree's lock (packages the tree dropped must be dev-only: no
 // benchmark imports them), so both sides run on the same libraries; otherwise
-// `npm ci` installs BASE's own. ../shared (the CRUXEval data) is linked next to
-// the worktree as it is next to this repository.
+// `npm ci` installs its own. ../shared (the CRUXEval data) is linked next to
+// the worktrees as it is next to this repository.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,6 +33,8 @@ const option = (name, fallback) => {
 };
 const positional = argv.filter((a, i) => !a.startsWith('--') && !['--rounds', '--only'].includes(argv[i - 1] ?? ''));
 const BASE = positional[0] ?? '1ca461b';
+const AFTER = positional[1] ?? 'HEAD';
+const WORKING_TREE = argv.includes('--working-tree');
 const ROUNDS = Math.max(1, Number(option('rounds', '2')));
 const ONLY = option('only', '').split(',').filter(Boolean);
 
@@ -43,7 +46,7 @@ const BENCHMARKS = [
   {
     name: 'tracer',
     script: 'bench:tracer',
-    env: { BENCH_ROUNDS: '1' },
+    env: { BENCH_ROUNDS: '1', BENCH_LOOP_N: '200' },
     metrics: [
       ['(a) 800 CRUXEval programs, naive in-process [s]', /naive in-process .*?\s([\d.]+) s /, 'time'],
       ['(a) 800 CRUXEval programs, ours traceMany cold [s]', /ours, pool\.traceMany, cold .*?\s([\d.]+) s /, 'time'],
@@ -51,6 +54,7 @@ const BENCHMARKS = [
       ['(a) ours, warm pool [s]', /traceMany again on the warm pool \(no start-up\)\s+([\d.]+) s/, 'time'],
       ['(a) return values equal to naive', /return values equal to the naive run\s+(\d+) \//, 'count'],
       ['(b) loop, events', /\(b\) loop-heavy program: (\d+) events/, 'count'],
+      ['(b) loop, naive [s]', /^\s+naive\s+([\d.]+) s/m, 'time'],
       ['(b) loop, ours traced in worker [s]', /ours, traced \(in worker\)\s+([\d.]+) s/, 'time'],
       ['(b) loop, ours end to end [s]', /ours, end to end\s+([\d.]+) s/, 'time'],
       ['(c) decodeTrace 1M events, build [ms]', /events: build (\d+) ms/, 'time'],
@@ -130,12 +134,9 @@ const BENCHMARKS = [
 
 const git = (...args) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8' }).trim();
 
-/** BASE's worktree beside a link to ../shared, with node_modules reused or installed. */
-function makeBaseTree(sha) {
-  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-bench-compare-'));
-  const shared = path.resolve(root, '..', 'shared');
-  if (fs.existsSync(shared)) fs.symlinkSync(shared, path.join(parent, 'shared'));
-  const tree = path.join(parent, 'base');
+/** A worktree of `sha` in `parent` (beside its link to ../shared), with node_modules reused or installed. */
+function makeTree(parent, name, sha) {
+  const tree = path.join(parent, name);
   git('worktree', 'add', '--detach', tree, sha);
   const lock = (ref) => JSON.parse(git('show', `${ref}:package-lock.json`)).packages;
   const mine = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')).packages;
@@ -144,13 +145,14 @@ function makeBaseTree(sha) {
   let install;
   if (differ.length === 0 && fs.existsSync(path.join(root, 'node_modules'))) {
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(tree, 'node_modules'));
-    install = `node_modules of the working tree (BASE's lock names no package at another version; ${Object.keys(theirs).filter((k) => k && !mine[k]).length} dev-only packages it has are not used by any benchmark)`;
+    const dropped = Object.keys(theirs).filter((k) => k && !mine[k]).length;
+    install = `node_modules of the working tree (${sha}'s lock names no package at another version${dropped ? `; the ${dropped} it has that the tree dropped are dev-only` : ''})`;
   } else {
     const t0 = Date.now();
     execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: tree, stdio: 'inherit' });
     install = `npm ci in the worktree (${((Date.now() - t0) / 1000).toFixed(0)} s; ${differ.length} packages differ, e.g. ${differ[0][0]})`;
   }
-  return { parent, tree, install };
+  return { tree, install };
 }
 
 /** Runs one benchmark in `cwd`, echoing its output; resolves to the output. */
@@ -179,29 +181,44 @@ const fmt = (x) => (x === undefined ? '—' : Math.abs(x) >= 100 ? x.toFixed(0) 
 
 async function main() {
   const sha = git('rev-parse', '--short', `${BASE}^{commit}`);
-  const head = git('rev-parse', '--short', 'HEAD');
-  const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
+  const head = git('rev-parse', '--short', `${AFTER}^{commit}`);
+  // The working tree may hold others' unfinished changes: the after side is a commit unless asked.
+  const dirty = WORKING_TREE && git('status', '--porcelain', '--untracked-files=no') !== '';
+  const label = WORKING_TREE ? `the working tree (HEAD ${head}${dirty ? ' + uncommitted changes' : ''})` : head;
   const started = Date.now();
-  console.log(`bench:compare: BASE ${sha} vs the working tree (HEAD ${head}${dirty ? ' + uncommitted changes' : ''}), ${ROUNDS} rounds`);
+  console.log(`bench:compare: BASE ${sha} vs ${label}, ${ROUNDS} rounds`);
   // The benchmarks write their own results (bench/results/harvest.json): the ones there before are put back.
   const resultsDir = path.join(root, 'bench', 'results');
   const kept = new Map();
   for (const f of fs.existsSync(resultsDir) ? fs.readdirSync(resultsDir) : []) kept.set(f, fs.readFileSync(path.join(resultsDir, f)));
-  const base = makeBaseTree(sha);
+  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'execverify-bench-compare-'));
+  const shared = path.resolve(root, '..', 'shared');
+  if (fs.existsSync(shared)) fs.symlinkSync(shared, path.join(parent, 'shared'));
+  const trees = [];
   const cleanUp = () => {
     for (const [f, data] of kept) fs.writeFileSync(path.join(resultsDir, f), data);
     if (argv.includes('--keep')) return;
-    execFileSync('git', ['-C', root, 'worktree', 'remove', '--force', base.tree], { stdio: 'ignore' });
-    fs.rmSync(base.parent, { recursive: true, force: true });
+    for (const t of trees) execFileSync('git', ['-C', root, 'worktree', 'remove', '--force', t], { stdio: 'ignore' });
+    fs.rmSync(parent, { recursive: true, force: true });
   };
+  let base, after;
+  try {
+    base = makeTree(parent, 'base', sha);
+    trees.push(base.tree);
+    after = WORKING_TREE ? { tree: root, install: 'the working tree' } : makeTree(parent, 'after', head);
+    if (!WORKING_TREE) trees.push(after.tree);
+  } catch (err) {
+    cleanUp();
+    throw err;
+  }
   // Ctrl-C stops the benchmark (same process group) and removes the worktree.
   process.once('SIGINT', () => {
     cleanUp();
     process.exit(130);
   });
-  console.log(`BASE install: ${base.install}`);
+  console.log(`install: BASE ${base.install}; after: ${after.install}`);
   const failures = [];
-  const sides = { before: base.tree, after: root };
+  const sides = { before: base.tree, after: after.tree };
   const values = {}; // bench -> metric -> side -> number[]
   const missing = {}; // bench -> side -> metric names the output lacked
   const seconds = {}; // bench -> side -> seconds per run
@@ -214,11 +231,11 @@ async function main() {
           const cwd = sides[side];
           const extra = [];
           if (bench.trace) {
-            const file = path.join(base.parent, `${bench.name}-${side}.json`);
+            const file = path.join(parent, `${bench.name}-${side}.json`);
             extra.push(traces[side] ? `--trace=${file}` : `--save=${file}`);
             traces[side] = file;
           }
-          console.log(`\n==== round ${round + 1}/${ROUNDS}: ${bench.name} on ${side === 'before' ? `BASE ${sha}` : 'the working tree'}`);
+          console.log(`\n==== round ${round + 1}/${ROUNDS}: ${bench.name} on ${side === 'before' ? `BASE ${sha}` : label}`);
           const t0 = Date.now();
           let out;
           try {
@@ -271,17 +288,16 @@ async function main() {
     ...rows.map(
       (r) =>
         `| ${r.benchmark} | ${r.metric} | ${fmt(r.medianBefore)} | ${fmt(r.medianAfter)} | ${r.ratio === undefined ? '—' : r.ratio.toFixed(2)} | ` +
-        `${r.kind === 'count' ? 'count' : `±${(r.noise * 100).toFixed(0)}%`} | ${r.within === undefined ? 'not measured' : r.within ? 'yes' : '**no**'} |`,
+        `${r.kind === 'count' ? 'count' : `±${(r.noise * 100).toFixed(0)}%`} | ${r.within !== undefined ? (r.within ? 'yes' : '**no**') : r.after.length ? `not at ${sha}` : 'not measured'} |`,
     ),
   ];
   const notes = [...failures];
   for (const [bench, bySide] of Object.entries(missing)) {
-    for (const [side, names] of Object.entries(bySide))
-      notes.push(`${bench} on ${side === 'before' ? 'BASE' : 'the tree'} printed no ${[...names].join('; ')}`);
+    for (const [side, names] of Object.entries(bySide)) notes.push(`${bench} on ${side === 'before' ? sha : head} printed no ${[...names].join('; ')}`);
   }
   const total = (Date.now() - started) / 1000;
   console.log(
-    `\n## bench:compare ${sha} → ${head}${dirty ? '+' : ''}, ${ROUNDS} rounds, ${(total / 60).toFixed(1)} min, load average now ${os
+    `\n## bench:compare ${sha} → ${WORKING_TREE ? 'working tree ' : ''}${head}${dirty ? '+' : ''}, ${ROUNDS} rounds, ${(total / 60).toFixed(1)} min, load average now ${os
       .loadavg()
       .map((l) => l.toFixed(1))
       .join(' ')} on ${os.availableParallelism()} cores\n`,
@@ -298,10 +314,11 @@ async function main() {
   const file = path.join(dir, `compare-${sha}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   const record = {
     base: sha,
-    head,
+    after: head,
+    workingTree: WORKING_TREE,
     dirty,
     rounds: ROUNDS,
-    install: base.install,
+    install: { base: base.install, after: after.install },
     minutes: total / 60,
     loadavg: os.loadavg(),
     cores: os.availableParallelism(),
