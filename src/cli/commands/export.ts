@@ -7,11 +7,14 @@ import { ExportFormatSchema } from '../../engine/dataset/formats';
 import { SplitSchema, type Split } from '../../engine/dataset/record';
 import { readStore } from '../../engine/dataset/store';
 import { parseBand, selectRecords } from '../../engine/synthesize/select';
+import { codegenRecords } from '../../engine/synthesize/codegen';
+import { TracerPool } from '../../engine/trace/runner';
+import { resolvePython } from '../../engine/python';
 
 export const exportCommand: Command = {
   name: 'export',
   summary: 'Write the samples of STORE (a harvest --out directory) for a trainer: verl Parquet, TRL, OpenRLHF JSONL, ShareGPT SFT, or CWM trace frames.',
-  usage: `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet] [--levels 1,2] [--pass-band MIN,MAX|paper]`,
+  usage: `execverify export STORE --format ${ExportFormatSchema.options.join('|')} --out DIR [--shard i/n] [--split train,test] [--data-source NAME] [--parquet] [--levels 1,2] [--pass-band MIN,MAX|paper] [--task execution|codegen]`,
   options: {
     format: { type: 'string', short: 'f' },
     out: { type: 'string', short: 'o' },
@@ -21,6 +24,7 @@ export const exportCommand: Command = {
     parquet: { type: 'boolean' },
     levels: { type: 'string' },
     'pass-band': { type: 'string' },
+    task: { type: 'string' },
   },
   async run(values, positionals, io) {
     if (positionals.length !== 1) throw new UsageError('give exactly one STORE (the --out directory of `execverify harvest`)');
@@ -43,6 +47,8 @@ export const exportCommand: Command = {
       levels = values.levels.split(',').map((s) => Number(s.trim()));
       if (levels.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError(`--levels takes curriculum levels, e.g. 1,2; got '${values.levels}'`);
     }
+    const task = String(values.task ?? 'execution');
+    if (task !== 'execution' && task !== 'codegen') throw new UsageError(`--task must be execution or codegen, not '${task}'`);
     const band = values['pass-band'] === undefined ? undefined : parseBand(String(values['pass-band']));
     if (typeof band === 'string') throw new UsageError(band);
     const store = readStore(path.resolve(io.cwd, positionals[0]!));
@@ -52,7 +58,19 @@ export const exportCommand: Command = {
       ...(band ? { passBand: band } : {}),
     });
     for (const [reason, n] of Object.entries(selected.skipped)) io.stdout.write(`left out ${n} samples: ${reason}\n`);
-    const result = exportRecords(selected.kept, {
+    let rows = selected.kept;
+    // --task codegen: "write this function" tasks, the stored calls as unit tests (docs/synthesis.md#code-generation).
+    if (task === 'codegen') {
+      const pool = new TracerPool({ python: resolvePython(undefined, io.env), env: io.env, size: 1 });
+      try {
+        const tasks = await codegenRecords(rows, pool, { signal: io.signal });
+        for (const [reason, n] of Object.entries(tasks.skipped)) io.stdout.write(`left out ${n} functions: ${reason}\n`);
+        rows = tasks.records;
+      } finally {
+        await pool.close();
+      }
+    }
+    const result = exportRecords(rows, {
       format: format.data,
       out: path.resolve(io.cwd, values.out),
       shard,
@@ -74,7 +92,8 @@ export const exportCommand: Command = {
       trl: 'reward: from execverify.reward import trl_reward; GRPOTrainer(reward_funcs=[trl_reward], ...)',
       openrlhf: 'reward: --input_key input --label_key label --apply_chat_template --remote_rm_url python-tracer/execverify/reward.py',
     };
-    if (hints[format.data]) io.stdout.write(`${hints[format.data]}\n`);
+    if (hints[format.data])
+      io.stdout.write(`${hints[format.data]}${task === 'codegen' ? ' (the same entry point scores code generation: execverify.codegen_reward)' : ''}\n`);
     return 0;
   },
 };

@@ -117,7 +117,8 @@ export function verlRow(record: SampleRecord, index: number, options: ExportOpti
   return {
     data_source: dataSourceOf(record, options),
     prompt: chat(record.prompt),
-    ability: VERL_ABILITY,
+    // A code-generation task (engine/synthesize/codegen.ts) is another ability, scored by the same entry point.
+    ability: record.questions[0]?.kind === 'codegen' ? 'code_generation' : VERL_ABILITY,
     reward_model: { style: 'rule', ground_truth: record.groundTruth },
     extra_info: {
       split: record.split,
