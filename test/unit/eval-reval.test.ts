@@ -12,6 +12,9 @@ import { main } from '../../src/cli/main';
 import { JudgeClient, type RevalItem } from '../../src/engine/judge/client';
 import { resolvePython } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
+import { loadReval, probesOf, revalJob } from '../../src/engine/eval/reval';
+import { revalPrompt } from '../../src/engine/eval/reval-ask';
+import { startOpenAIServer } from '../support/openai-server';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'reval');
 const VECTORS = join(__dirname, '..', 'vectors', 'reval.json');
@@ -157,4 +160,88 @@ test('user errors exit 2 with what to do', async () => {
   const h3 = io(dir);
   assert.equal(await main(['eval', 'reval', '--data', FIXTURE, '--generations', 'g.json', '--mode', 'loose'], h3.io), 2);
   assert.match(h3.text().stderr, /--mode must be reval/);
+});
+
+test('online: the test server scripted as a model of known accuracy gets exactly that accuracy per task; a rerun resumes from the cache', async () => {
+  const { answers } = await referenceAnswers();
+  // The prompts as the command renders them, so the scripted model knows which probe it is asked.
+  const programs = await loadReval(FIXTURE);
+  const pool = new TracerPool({ python: resolvePython(undefined, process.env), size: 2, env: process.env });
+  const byPrompt = new Map<string, string>(); // prompt text → the first probe key asking it
+  const promptOf = new Map<string, string>(); // probe key → its prompt text
+  try {
+    const pairs = programs.flatMap((p) => p.tasks.map((pair) => ({ p, pair })));
+    const traces = await pool.traceMany(pairs.map(({ p, pair }) => revalJob(p, pair.input_idx)));
+    pairs.forEach(({ p, pair }, i) => {
+      for (const probe of probesOf(p, pair, traces[i]!)) {
+        const prompt = revalPrompt(p, pair, probe, false).prompt;
+        assert.equal(prompt.kind, 'chat');
+        const text = prompt.kind === 'chat' ? prompt.messages.at(-1)!.content : '';
+        if (!byPrompt.has(text)) byPrompt.set(text, probe.key);
+        promptOf.set(probe.key, text);
+      }
+    });
+  } finally {
+    await pool.close();
+  }
+  const keys = Object.keys(answers).sort();
+  assert.equal(promptOf.size, keys.length);
+  // REval repeats a few inputs, so a few probes share a prompt (and its answer).
+  // Right on a prompt exactly when its position is not a multiple of 4: 3 in 4 right, decided here.
+  // A path question names its line by its text only, so two lines with the same text share a prompt:
+  // such a prompt is answered wrong, since one answer cannot be right for both.
+  const refsOf = new Map<string, Set<string>>();
+  for (const k of keys) refsOf.set(promptOf.get(k)!, (refsOf.get(promptOf.get(k)!) ?? new Set()).add(answers[k]!));
+  const rightPrompts = new Set([...byPrompt.keys()].filter((t, i) => i % 4 !== 0 && refsOf.get(t)!.size === 1));
+  const rightKeys = new Set(keys.filter((k) => rightPrompts.has(promptOf.get(k)!)));
+  const wrongText = (key: string) => {
+    const ref = answers[key]!;
+    switch (taskOf(key)) {
+      case 'coverage':
+        return ref.includes('YES') ? 'NO' : 'YES';
+      case 'state':
+        return ref.includes('\nNil\n') ? '987654321; int' : 'Nil';
+      case 'path':
+        return 'no_such_line()';
+      default:
+        return 'assert False';
+    }
+  };
+  const server = await startOpenAIServer({
+    script: (req) => {
+      const messages = (req.body?.messages ?? []) as { content: string }[];
+      const key = byPrompt.get(messages.at(-1)?.content ?? '');
+      if (!key) return { status: 400, json: { error: { message: 'unknown prompt' } } };
+      // The server stops at [/ANSWER] as a real one would: the answer ends before it.
+      return { text: rightKeys.has(key) ? answers[key]!.replace(/\n\[\/ANSWER\]$/, '') : `[ANSWER]\n${wrongText(key)}` };
+    },
+  });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'ev-reval-online-'));
+    const args = ['--base-url', server.url, '--model', 'test-model', '--cache-dir', 'cache', '--out', 'online.json'];
+    const r = await run(args, dir);
+    assert.equal(r.code, 0, r.stderr);
+    // One request per distinct prompt; a repeated one may be asked again when both are in flight at once.
+    const asked = server.stats.requests;
+    assert.ok(asked >= byPrompt.size && asked <= keys.length, `${asked} requests`);
+    assert.match(r.stdout, new RegExp(`model calls: ${keys.length} calls, ${asked} requests`));
+    const verdicts = JSON.parse(readFileSync(join(dir, 'online.json'), 'utf8')) as Verdicts;
+    for (const task of ['coverage', 'state', 'path', 'output']) {
+      const mine = keys.filter((k) => taskOf(k) === task);
+      const expected = mine.filter((k) => rightKeys.has(k)).length;
+      assert.equal(mine.filter((k) => verdicts[k]!.correct).length, expected, task);
+      assert.match(r.stdout, new RegExp(`${task}${task === 'coverage' ? ' acc' : ''} ${((100 * expected) / mine.length).toFixed(2).replace('.', '\\.')} `));
+    }
+    // The raw answers are kept beside the verdicts, in the --generations format.
+    const gens = JSON.parse(readFileSync(join(dir, 'online.generations.json'), 'utf8')) as Record<string, string>;
+    assert.deepEqual(Object.keys(gens).sort(), keys);
+    // A second run asks nothing: every answer comes from the response cache.
+    const again = await run(args, dir);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(server.stats.requests, asked);
+    assert.match(again.stdout, new RegExp(`${keys.length} cached`));
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'online.json'), 'utf8')), verdicts);
+  } finally {
+    await server.close();
+  }
 });

@@ -3,6 +3,7 @@
 // and pass@5, and write per-sample verdicts. `execverify eval reval`: REval's
 // four tasks and consistency on its own data, by its rules or ours.
 import { readFile, rename, writeFile } from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -10,6 +11,14 @@ import { UsageError, type Command } from '../command';
 import { resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
+import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
+import { Progress } from '../../engine/eval/progress';
+import { formatRunStats } from '../../engine/model/accounting';
+import { BaselineProvider } from '../../engine/model/baseline';
+import { DiskCache } from '../../engine/model/cache';
+import { ModelClient } from '../../engine/model/client';
+import { ConfigError, endpointFromEnv, type EndpointConfigInput } from '../../engine/model/config';
+import { ModelProvider, type Provider } from '../../engine/model/provider';
 import {
   loadReval,
   probesOf,
@@ -69,8 +78,9 @@ export const evalCommand: Command = {
   usage:
     'execverify eval cruxeval --data cruxeval.jsonl --generations generations.json --mode output|input ' +
     '[--out scored.json] [--workers N] [--timeout-s 3] [--python PATH]\n' +
-    '       execverify eval reval --data REVAL_CHECKOUT (--generations FILE | --write-reference FILE) [--mode reval|strict] [--cot] ' +
-    '[--out verdicts.json] [--limit N] [--workers N] [--timeout-s 3] [--python PATH]',
+    '       execverify eval reval --data REVAL_CHECKOUT [--generations FILE | --base-url URL --model NAME | --baseline] ' +
+    '[--mode reval|strict] [--cot] [--out verdicts.json] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
+    '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]',
   options: {
     data: { type: 'string' },
     generations: { type: 'string' },
@@ -82,6 +92,14 @@ export const evalCommand: Command = {
     cot: { type: 'boolean' },
     limit: { type: 'string' },
     'write-reference': { type: 'string' },
+    'base-url': { type: 'string' },
+    model: { type: 'string' },
+    api: { type: 'string' },
+    temperature: { type: 'string' },
+    'max-tokens': { type: 'string' },
+    'no-cache': { type: 'boolean' },
+    'cache-dir': { type: 'string' },
+    baseline: { type: 'boolean' },
   },
   async run(values, positionals, io) {
     if (positionals.length === 1 && positionals[0] === 'reval') return runReval(values, io);
@@ -157,6 +175,41 @@ function positiveInt(v: unknown, flag: string): number | undefined {
   return n;
 }
 
+/**
+ * The model to ask: --base-url/--model over EXECVERIFY_* variables
+ * (docs/model-endpoints.md), with the response cache unless --no-cache (a
+ * rerun resumes from it); --baseline for the trivial baseline; none → undefined.
+ */
+function providerFor(values: Record<string, unknown>, io: Parameters<Command['run']>[2]): Provider | undefined {
+  if (values.baseline === true) return new BaselineProvider();
+  const overrides: Partial<EndpointConfigInput> = {};
+  if (typeof values['base-url'] === 'string') overrides.baseURL = values['base-url'];
+  if (typeof values.model === 'string') overrides.model = values.model;
+  if (values.api !== undefined) {
+    if (values.api !== 'chat' && values.api !== 'completions') throw new UsageError(`--api must be chat or completions, not '${String(values.api)}'`);
+    overrides.api = values.api;
+  }
+  if (values.temperature !== undefined) {
+    const t = Number(values.temperature);
+    if (!Number.isFinite(t) || t < 0) throw new UsageError(`--temperature needs a number >= 0, got '${String(values.temperature)}'`);
+    overrides.temperature = t;
+  }
+  const maxTokens = positiveInt(values['max-tokens'], '--max-tokens');
+  if (maxTokens !== undefined) overrides.maxTokens = maxTokens;
+  try {
+    const endpoint = endpointFromEnv(io.env, overrides);
+    if (!endpoint) return undefined;
+    const cache =
+      values['no-cache'] === true
+        ? undefined
+        : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
+    return new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
 const pct = (x: number | null) => (x === null ? 'n/a' : (100 * x).toFixed(2));
 
 function printRevalMetrics(io: { stdout: NodeJS.WritableStream }, label: string, m: RevalMetrics): void {
@@ -173,8 +226,13 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
   if (typeof values.data !== 'string')
     throw new UsageError("missing --data (a checkout of REval's repository: data/DREval_data.jsonl, data/DREval_tasks.jsonl)");
   const reference = typeof values['write-reference'] === 'string' ? path.resolve(io.cwd, values['write-reference']) : undefined;
-  if (typeof values.generations !== 'string' && !reference)
-    throw new UsageError('missing --generations (a JSON object {"<task_id>/<input_idx>/<task>/<probe_idx>": "raw answer"}) or --write-reference FILE');
+  const online = typeof values.generations !== 'string' && !reference;
+  const provider = online ? providerFor(values, io) : undefined;
+  if (online && !provider)
+    throw new UsageError(
+      'nothing to score: pass --generations FILE (a JSON object {"<task_id>/<input_idx>/<task>/<probe_idx>": "raw answer"}), ' +
+        'a model (--base-url URL --model NAME, or EXECVERIFY_BASE_URL / EXECVERIFY_MODEL), --baseline, or --write-reference FILE',
+    );
   const limit = positiveInt(values.limit, '--limit');
   const workers = positiveInt(values.workers, '--workers') ?? Math.min(4, os.availableParallelism());
   const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
@@ -203,6 +261,7 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
   try {
     const pairs = programs.flatMap((p) => p.tasks.map((pair) => ({ p, pair })));
     io.stderr.write(`reval: tracing ${pairs.length} inputs of ${programs.length} programs\n`);
+    setMaxListeners(64, io.signal); // one abort listener per batch in flight
     const traces = await pool.traceMany(
       pairs.map(({ p, pair }) => revalJob(p, pair.input_idx)),
       io.signal,
@@ -212,6 +271,27 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
       await writeAtomic(reference, JSON.stringify(Object.fromEntries(probes.map((p) => [p.key, p.reference])), null, 1) + '\n');
       io.stdout.write(`reference answers for ${probes.length} probes written to ${reference}\n`);
       if (!answers) answers = new Map(probes.map((p) => [p.key, p.reference]));
+    }
+    if (provider) {
+      const byKey = new Map(pairs.map(({ p, pair }) => [`${p.data.task_id}/${pair.input_idx}`, { p, pair }] as const));
+      const asks = probes.map((probe) => {
+        const { p, pair } = byKey.get(`${probe.taskId}/${probe.inputIdx}`)!;
+        return { probe, prompt: revalPrompt(p, pair, probe, values.cot === true) };
+      });
+      io.stdout.write(`provider: ${provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`}\n`);
+      const progress = new Progress({ label: 'reval: asked', total: asks.length, write: (l) => io.stderr.write(`${l}\n`) });
+      const asked = await askReval(provider, asks, { signal: io.signal, onAnswered: () => progress.tick() });
+      answers = asked.answers;
+      if (asked.failed.size) {
+        const [key, why] = [...asked.failed][0]!;
+        io.stderr.write(`warning: ${asked.failed.size} prompts got no answer from the model (first: ${key}: ${why}); they count as empty answers\n`);
+      }
+      io.stdout.write(`model calls: ${formatRunStats(provider.stats())}\n`);
+      if (typeof values.out === 'string') {
+        const gens = path.resolve(io.cwd, values.out.replace(/(\.json)?$/, '.generations.json'));
+        await writeAtomic(gens, JSON.stringify(Object.fromEntries(answers), null, 1) + '\n');
+        io.stdout.write(`generations written to ${gens} (score them again with --generations)\n`);
+      }
     }
     const given: ReadonlyMap<string, string> = answers ?? new Map();
     const known = new Set(probes.map((p) => p.key));
@@ -224,11 +304,11 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
       cot: values.cot === true,
       ...(timeoutS ? { timeoutS } : {}),
       signal: io.signal,
-      onProgress: (n) => {
-        if ((io.stderr as NodeJS.WriteStream).isTTY) io.stderr.write(`\rreval: scored ${n}/${probes.length}`);
-      },
+      onProgress: (
+        (progress) => (n: number) =>
+          progress.tick(n - progress.count)
+      )(new Progress({ label: 'reval: scored', total: probes.length, write: (l) => io.stderr.write(`${l}\n`) })),
     });
-    io.stderr.write(`${(io.stderr as NodeJS.WriteStream).isTTY ? '\n' : ''}reval: scored ${scored.length} probes\n`);
   } finally {
     await pool.close();
   }

@@ -21,15 +21,22 @@ export interface AnsweredSample {
   parsed: ParsedReply;
 }
 
-export interface AnsweredPrompt {
-  prompt: AskPrompt;
+/**
+ * What answering reads of a prompt: an ask prompt, or a prompt a benchmark
+ * renders in its own published format (REval, src/engine/eval) that is
+ * scored from the raw text by that benchmark's rules.
+ */
+export type AnswerablePrompt = Pick<AskPrompt, 'prompt' | 'format' | 'questions' | 'baseline' | 'template' | 'stop' | 'structured'>;
+
+export interface AnsweredPrompt<P extends AnswerablePrompt = AskPrompt> {
+  prompt: P;
   reply: ProviderReply;
   latencyMs: number;
   samples: AnsweredSample[];
 }
 
 /** The provider request for a prompt: k samples, the stop sequences, the template version for the cache key. */
-export function requestFor(prompt: AskPrompt, options: { samples?: number; signal?: AbortSignal } = {}): AnswerRequest {
+export function requestFor(prompt: AnswerablePrompt, options: { samples?: number; signal?: AbortSignal } = {}): AnswerRequest {
   return {
     prompt: prompt.prompt,
     format: prompt.format,
@@ -67,11 +74,11 @@ export function parseReply(prompt: Pick<AskPrompt, 'format' | 'questions'>, text
 }
 
 /** Ask the provider one prompt (k samples) and parse every sample. Provider errors (ModelError) are thrown as they are. */
-export async function answerPrompt(
+export async function answerPrompt<P extends AnswerablePrompt = AskPrompt>(
   provider: Provider,
-  prompt: AskPrompt,
+  prompt: P,
   options: { samples?: number; signal?: AbortSignal; now?: () => number } = {},
-): Promise<AnsweredPrompt> {
+): Promise<AnsweredPrompt<P>> {
   const now = options.now ?? (() => performance.now());
   const start = now();
   const reply = await provider.answer(requestFor(prompt, options));

@@ -11,7 +11,7 @@ import { answerPrompt, type AnsweredPrompt, type AnsweredSample } from './answer
 import { judgeAnswers, rewardResponses, verdictsOf } from './judge';
 import { prepareAsk, type AskPrompt, type AskTarget, type PreparedAsk } from './prepare';
 
-export { answerPrompt, parseReply, requestFor, type AnsweredPrompt, type AnsweredSample, type ParsedReply } from './answer';
+export { answerPrompt, parseReply, requestFor, type AnswerablePrompt, type AnsweredPrompt, type AnsweredSample, type ParsedReply } from './answer';
 export { judgeAnswers, rewardResponses, verdictsOf } from './judge';
 export { AskError, decoded, prepareAsk, questionOptions, questionSeed, type AskErrorCode, type AskPrompt, type AskTarget, type PreparedAsk } from './prepare';
 
