@@ -23,7 +23,7 @@ writeFileSync(join(dir, 'three.jsonl'), chosen.map((p) => JSON.stringify(p)).joi
 /**
  * What each candidate really returns / prints on each public test, worked out
  * by hand from its code (null: the run does not finish — `two-lines` raises
- * EOFError at its second input()).
+ * ValueError: int() of the line '1 2').
  */
 const REAL: Record<string, (string | null)[]> = {
   'sum-evens/right': ['6', '0'],

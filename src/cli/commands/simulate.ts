@@ -1,6 +1,6 @@
 // `execverify simulate --problems FILE --out DIR`: the model predicts what each
 // candidate program returns or prints on each public test; the real runs
-// decide; DIR/report.json and DIR/report.md say how well choosing
+// decide; DIR/report.json and DIR/report.md say how well choosing (and fixing)
 // candidates by simulation does against random choice and real execution.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -16,6 +16,7 @@ import { resolvePython } from '../../engine/python';
 import { ProblemFileError, parseProblems } from '../../engine/simulate/problem';
 import { renderReportMarkdown, SimulateReportSchema } from '../../engine/simulate/report';
 import { simulate } from '../../engine/simulate/simulate';
+import { modelSource } from '../../engine/synthesize/source';
 import { TracerPool } from '../../engine/trace/runner';
 import { CONNECT_HINT } from './ask';
 
@@ -39,12 +40,13 @@ export const simulateCommand: Command = {
   summary:
     'Predict the runs of candidate programs on their public tests, choose (and fix) candidates by the predictions, and measure it against the real runs.',
   usage:
-    'execverify simulate --problems FILE --out DIR [--k K] [--base-url URL --model NAME] [--timeout-ms MS] ' +
+    'execverify simulate --problems FILE --out DIR [--k K] [--turns T] [--base-url URL --model NAME] [--timeout-ms MS] ' +
     '[--no-cache] [--cache-dir DIR] [--jobs N] [--python PATH] [--quiet]',
   options: {
     problems: { type: 'string' },
     out: { type: 'string' },
     k: { type: 'string' },
+    turns: { type: 'string' },
     'base-url': { type: 'string' },
     model: { type: 'string' },
     'timeout-ms': { type: 'string' },
@@ -59,6 +61,7 @@ export const simulateCommand: Command = {
     if (typeof values.problems !== 'string') throw new UsageError('missing --problems FILE (JSONL, see docs/self-simulation.md#problems)');
     if (typeof values.out !== 'string') throw new UsageError('missing --out DIR (report.json and report.md go there)');
     const k = count(values, 'k', 1);
+    const turns = count(values, 'turns', 0) ?? 0;
     const jobs = count(values, 'jobs', 1);
     const timeoutMs = count(values, 'timeout-ms', 1);
 
@@ -98,6 +101,7 @@ export const simulateCommand: Command = {
       } else {
         io.stderr.write(`${CONNECT_HINT}\n\n`);
         provider = new BaselineProvider();
+        if (turns > 0) io.stderr.write('--turns: the baseline writes no programs, so nothing is fixed (connect a model to fix candidates).\n\n');
       }
     } catch (err) {
       if (err instanceof ConfigError) throw new UsageError(err.message);
@@ -115,10 +119,12 @@ export const simulateCommand: Command = {
           judge: new JudgeClient(pool),
           pool,
           signal: io.signal,
+          // Fixed programs are written by the model; the baseline writes none.
+          ...(provider instanceof ModelProvider ? { fixer: modelSource(provider.client) } : {}),
           onProblem: values.quiet ? undefined : (done, total, id) => io.stderr.write(`simulate: ${done}/${total} ${id}\n`),
         },
         problems,
-        { ...(k !== undefined ? { k } : {}), problemsFile: values.problems },
+        { ...(k !== undefined ? { k } : {}), turns, problemsFile: values.problems },
       );
       SimulateReportSchema.parse(report); // what is written is what readers validate
       writeAtomic(path.join(out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
@@ -132,6 +138,11 @@ export const simulateCommand: Command = {
           `pass@1  random ${pct(s.pass_at_1.random)}  simulated ${pct(s.pass_at_1.simulated)}  oracle ${pct(s.pass_at_1.oracle)}  gap ${(100 * s.gap).toFixed(1)} points\n` +
           `wrote ${path.join(values.out, 'report.json')} and report.md\n`,
       );
+      if (s.fixing) {
+        const last = (kind: 'simulated' | 'real') => s.fixing![kind].at(-1)!;
+        const line = (kind: 'simulated' | 'real') => `${kind} feedback fixed ${last(kind).fixed}, broke ${last(kind).broken}, left ${last(kind).unchanged}`;
+        io.stdout.write(`fixing after ${report.turns} turns: ${line('simulated')}; ${line('real')}\n`);
+      }
       if (provider.info.kind === 'model') io.stdout.write(`model usage: ${formatRunStats(provider.stats())}\n`);
       return report.errors.length === problems.length ? 1 : 0;
     } catch (err) {

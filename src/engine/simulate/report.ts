@@ -27,6 +27,15 @@ export const TestResultSchema = z.object({
   actual: z.string(),
 });
 
+export const FixTurnSchema = z.object({
+  turn: z.number().int().positive(),
+  /** The program the model wrote this turn (null: no program could be read from its reply). */
+  code: z.string().nullable(),
+  simulated_public: z.boolean(),
+  real_public: z.boolean(),
+  real_hidden: z.boolean(),
+});
+
 export const CandidateReportSchema = z.object({
   id: z.string(),
   simulated_public: z.boolean(),
@@ -36,6 +45,12 @@ export const CandidateReportSchema = z.object({
   label: z.object({ public: z.boolean(), hidden: z.boolean() }).optional(),
   predictions: z.array(PredictionSchema),
   tests: z.array(TestResultSchema),
+  /**
+   * Self-fixing (--turns T), for candidates simulated to fail a public test: per feedback kind, the turns
+   * taken. Simulated feedback stops once the simulation says every public test passes, real feedback once the
+   * real runs do.
+   */
+  fixing: z.object({ simulated: z.array(FixTurnSchema), real: z.array(FixTurnSchema) }).optional(),
 });
 export type CandidateReport = z.infer<typeof CandidateReportSchema>;
 
@@ -49,6 +64,20 @@ export const ProblemReportSchema = z.object({
 });
 export type ProblemReport = z.infer<typeof ProblemReportSchema>;
 
+/**
+ * Per turn t and feedback kind, over the candidates fixing started from (a candidate that stopped earlier keeps
+ * its last program): how many solve the problem now but did not at the start, the reverse, and neither changed.
+ */
+export const FixTurnSummarySchema = z.object({
+  turn: z.number().int().positive(),
+  /** Solved (real public + hidden) now, not at the start. */
+  fixed: z.number().int().nonnegative(),
+  /** Solved at the start, not now. */
+  broken: z.number().int().nonnegative(),
+  /** The same as at the start. */
+  unchanged: z.number().int().nonnegative(),
+});
+
 export const SimulateReportSchema = z.object({
   schema: z.literal(SIMULATE_REPORT_VERSION),
   /** Who predicted: a model's label, or "baseline" (trivial answers, never a model). */
@@ -56,6 +85,7 @@ export const SimulateReportSchema = z.object({
   templates: z.array(z.string()),
   problems_file: z.string(),
   k: z.number().int().positive().nullable(),
+  turns: z.number().int().nonnegative(),
   problems: z.array(ProblemReportSchema),
   summary: z.object({
     problems: z.number().int().nonnegative(),
@@ -68,6 +98,7 @@ export const SimulateReportSchema = z.object({
     prediction_accuracy: rate.nullable(),
     predictions: z.number().int().nonnegative(),
     model_errors: z.number().int().nonnegative(),
+    fixing: z.object({ simulated: z.array(FixTurnSummarySchema), real: z.array(FixTurnSummarySchema) }).optional(),
   }),
   /** Problems that could not be simulated, with why (the others still count). */
   errors: z.array(z.object({ problem: z.string(), message: z.string() })),
@@ -85,7 +116,7 @@ export function renderReportMarkdown(report: SimulateReport): string {
     '# Self-execution simulation',
     '',
     `Predictions by ${who}; templates ${report.templates.join(', ')}; problems ${report.problems_file}` +
-      `${report.k ? `; k = ${report.k} candidates a problem` : ''}.`,
+      `${report.k ? `; k = ${report.k} candidates a problem` : ''}${report.turns ? `; up to ${report.turns} fixing turns` : ''}.`,
     '',
     '## Selection (pass@1 after choosing one candidate a problem)',
     '',
@@ -102,6 +133,13 @@ export function renderReportMarkdown(report: SimulateReport): string {
       `${s.problems} problems, ${s.candidates} candidates.`,
     '',
   ];
+  if (s.fixing) {
+    out.push('## Self-fixing', '', '| turn | feedback | fixed | broken | unchanged |', '|---|---|---|---|---|');
+    for (const kind of ['simulated', 'real'] as const) {
+      for (const t of s.fixing[kind]) out.push(`| ${t.turn} | ${kind} | ${t.fixed} | ${t.broken} | ${t.unchanged} |`);
+    }
+    out.push('');
+  }
   out.push('## Problems', '', '| problem | kind | random | simulated | oracle |', '|---|---|---|---|---|');
   for (const p of report.problems) {
     out.push(`| ${p.id} | ${p.kind} | ${pct(p.selection.random)} | ${pct(p.selection.simulated)} | ${pct(p.selection.oracle)} |`);
