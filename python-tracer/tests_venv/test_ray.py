@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -53,12 +54,13 @@ def projects():
 def local_ids(projects):
     """Each project harvested locally, as `execverify harvest` runs it."""
     cli, cwd = ray_harvest.default_cli()
+    outs = [tempfile.mkdtemp(prefix="execverify-local-") for _ in projects]
+    procs = [subprocess.Popen(cli + ["harvest", p, "--out", out, "--quiet"] + FLAGS, cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, universal_newlines=True) for p, out in zip(projects, outs)]
     ids = []
-    for p in projects:
-        out = tempfile.mkdtemp(prefix="execverify-local-")
-        proc = subprocess.run(cli + ["harvest", p, "--out", out, "--quiet"] + FLAGS, cwd=cwd,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
+    for proc, out in zip(procs, outs):  # side by side: each is the local run of its project
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
         ids.append(ray_harvest._ids_in(os.path.join(out, "samples.jsonl")))
         shutil.rmtree(out, ignore_errors=True)
     assert all(ids), ids  # every fixture yields samples
@@ -175,3 +177,20 @@ def test_a_store_is_scored_on_ray(local_ray, tmp_path):
         got = [json.loads(line) for line in fh]
     assert [g["reward"] for g in got] == [reward.compute_score("d", r, gt) for gt, r in zip(labels, responses)]
     assert [g["id"] for g in got] == ["s%d" % (k // 4) for k in range(len(responses))]
+
+
+def test_the_cli_harvest_executor_ray_merges_the_projects_into_one_store(local_ray, projects, local_ids, tmp_path):
+    # `execverify harvest --executor ray --address ADDR` as a user types it, against this module's Ray.
+    cli, cwd = ray_harvest.default_cli()
+    out = str(tmp_path / "cli-store")
+    env = dict(os.environ, EXECVERIFY_RAY_PYTHON=sys.executable)
+    address = ray.get_runtime_context().gcs_address
+    proc = subprocess.run(cli + ["harvest", "--executor", "ray", "--address", address, projects[0], projects[2],
+                                 "--out", out] + FLAGS,
+                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (summary["projects"], summary["failed"]) == (2, [])
+    ids = ray_harvest._ids_in(os.path.join(out, "samples.jsonl"))
+    assert ids == sorted(local_ids[0]) + sorted(local_ids[2])

@@ -4,6 +4,7 @@
 import * as path from 'node:path';
 import { UsageError, type Command } from '../command';
 import { parseShard } from '../../engine/dataset/exporters';
+import { harvestOnRay } from './harvest-ray';
 import { parsePassBand } from '../../engine/harvest/difficulty';
 import { harvest } from '../../engine/harvest/pipeline';
 import { streamProgress, silentProgress } from '../../engine/harvest/progress';
@@ -78,7 +79,7 @@ export const harvestCommand: Command = {
   usage:
     'execverify harvest PROJECT --out DIR [--limit N] [--max-time SECONDS] [--shard i/n] [--secrets drop|redact] ' +
     '[--runner auto|unittest|pytest] [--per-function N] [--template execverify|execverify-authors] [--hash-seed 0] [--test-fraction 0.1] [--validation-fraction 0] ' +
-    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--allow-import PKG]... [--mutate N] [--quiet] [--json]',
+    '[--no-answers] [--base-url URL --model NAME] [--k N] [--pass-band MIN,MAX] [--jobs N] [--python PATH] [--pass-env NAME]... [--allow-import PKG]... [--mutate N] [--quiet] [--json] [--executor local|ray [--address ADDR] PROJECT...]',
   options: {
     out: { type: 'string', short: 'o' },
     limit: { type: 'string' },
@@ -103,8 +104,15 @@ export const harvestCommand: Command = {
     mutate: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
+    executor: { type: 'string' },
+    address: { type: 'string' },
   },
   async run(values, positionals, io) {
+    // --executor ray: each PROJECT's harvest as a Ray task, merged into --out (docs/scale.md).
+    const executor = (values.executor ?? 'local') as string;
+    if (executor !== 'local' && executor !== 'ray') throw new UsageError(`--executor must be local or ray, not '${executor}'`);
+    if (executor === 'ray') return harvestOnRay(values, positionals, io);
+    if (values.address !== undefined) throw new UsageError('--address applies to --executor ray');
     if (positionals.length !== 1) throw new UsageError('give exactly one PROJECT directory');
     if (typeof values.out !== 'string') throw new UsageError('--out DIR is required (where the samples and the report go)');
     const project = path.resolve(io.cwd, positionals[0]!);
