@@ -185,17 +185,25 @@ function index(container: Value, key: Value): Value | undefined {
   throw new Inexact(`an item of a ${container.type}`);
 }
 
-/** The values of `node` in one state's locals (a list: a name may stand for one value, a tuple for their product). */
-function evaluate(node: Node, locals: Readonly<Record<string, Value>>): Value[] | null {
+/**
+ * The values of `node` over the locals of every state after the line, the
+ * way REval's reader takes them: each name is looked up in all those states
+ * at once, and an item or a tuple is the product of its parts' values (so a
+ * dict from one run may be indexed by a key from another, as in REval).
+ */
+function evaluate(node: Node, states: readonly Readonly<Record<string, Value>>[]): Value[] | null {
   switch (node.t) {
     case 'const':
       return [{ repr: node.repr, type: node.type, literal: true }];
     case 'name': {
-      const v = locals[node.id];
-      return v && !SKIPPED_TYPES.test(v.type) ? [v] : null;
+      const out = states.flatMap((locals) => {
+        const v = locals[node.id];
+        return v && !SKIPPED_TYPES.test(v.type) ? [v] : [];
+      });
+      return out.length ? out : null;
     }
     case 'attr': {
-      const of = evaluate(node.of, locals);
+      const of = evaluate(node.of, states);
       if (!of) return null;
       const out: Value[] = [];
       for (const o of of) {
@@ -206,8 +214,8 @@ function evaluate(node: Node, locals: Readonly<Record<string, Value>>): Value[] 
       return out.length ? out : null;
     }
     case 'sub': {
-      const of = evaluate(node.of, locals);
-      const ix = evaluate(node.index, locals);
+      const of = evaluate(node.of, states);
+      const ix = evaluate(node.index, states);
       if (!of || !ix) return null;
       const out: Value[] = [];
       for (const o of of)
@@ -218,7 +226,7 @@ function evaluate(node: Node, locals: Readonly<Record<string, Value>>): Value[] 
       return out.length ? out : null;
     }
     case 'tuple': {
-      const parts = node.items.map((n) => evaluate(n, locals));
+      const parts = node.items.map((n) => evaluate(n, states));
       if (parts.some((p) => p === null)) return null;
       let acc: Value[][] = [[]];
       for (const p of parts as Value[][]) acc = acc.flatMap((pre) => p.map((v) => [...pre, v]));
@@ -244,14 +252,13 @@ export function probeTruth(trace: Trace, d: DecodedTrace, states: readonly Reval
       defined = false;
       why = `REval reads ${variable} as Nil (an expression it does not evaluate)`;
     } else {
-      const found: Value[] = [];
+      let found: Value[] = [];
       try {
-        for (const i of at) {
-          const after = states[i + 1 < states.length ? i + 1 : i]!;
-          if (after.localsStep < 0) continue;
-          const got = evaluate(node, d.locals(after.localsStep));
-          if (got) found.push(...got);
-        }
+        const after = at.flatMap((i) => {
+          const st = states[i + 1 < states.length ? i + 1 : i]!;
+          return st.localsStep < 0 ? [] : [d.locals(st.localsStep)];
+        });
+        found = evaluate(node, after) ?? [];
         if (found.some((v) => v.truncated)) {
           defined = false;
           why = 'a value was cut at a bound';
