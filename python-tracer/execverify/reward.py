@@ -19,7 +19,9 @@ file as a module named "custom_module"), so it must import its siblings without
 relying on being inside the package.
 
 A code-generation task's ground truth ("execverify.codegen/1") is scored by
-the unit-test reward (execverify.codegen_reward) through the same entry points.
+the unit-test reward (execverify.codegen_reward) through the same entry points,
+and a self-simulation task's ("execverify.simulation/1": a script's printed
+output, a narration's claims) by execverify.simulation_reward.
 
 Ground truth travels as a JSON string, format "execverify.truth/1" — see
 docs/rewards-for-trainers.md and src/engine/judge/schema.ts (the zod schema).
@@ -37,12 +39,14 @@ try:  # inside the package
     from . import codegen_reward as _codegen
     from . import expr_eval as _expr_eval
     from . import judge as _judge
+    from . import simulation_reward as _simulation
 except ImportError:  # loaded by file path (verl, OpenRLHF): make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from execverify import answers as _answers
     from execverify import codegen_reward as _codegen
     from execverify import expr_eval as _expr_eval
     from execverify import judge as _judge
+    from execverify import simulation_reward as _simulation
 
 TRUTH_SCHEMA = "execverify.truth/1"
 IO_KINDS = ("output", "input")
@@ -154,6 +158,9 @@ def score_batch(ground_truths: Sequence[Any], responses: Sequence[Any], options:
             codegen.append((len(partial), gt, resp))
             partial.append({"codegen": True})
             continue
+        if _simulation.is_simulation(gt):
+            partial.append(_simulation.score_batch([gt], [resp])[0])
+            continue
         try:
             truth = load_truth(gt)
         except TruthError as exc:
@@ -161,7 +168,7 @@ def score_batch(ground_truths: Sequence[Any], responses: Sequence[Any], options:
             continue
         partial.append(_score_one(truth, resp, options, deferred))
     deferred.run(timeout_s)
-    done = [p if "error" in p or "codegen" in p else _finish(p) for p in partial]
+    done = [p if "error" in p or "codegen" in p or "task" in p else _finish(p) for p in partial]
     if codegen:
         for (i, _, _), s in zip(codegen, _codegen.score_batch([c[1] for c in codegen], [c[2] for c in codegen])):
             done[i] = s
