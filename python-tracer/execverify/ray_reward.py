@@ -5,6 +5,10 @@
     rewards = pool.compute_scores(ground_truths, responses)   # == [compute_score(...)]
     scores = pool.score(ground_truths, responses)             # == reward.score_batch(...)
 
+verl (reward_model.reward_manager=batch): point custom_reward_function at this
+file, name compute_score_batch — each reward equals compute_score's, judged on
+the actors of the Ray verl already runs.
+
 Each actor holds one sandboxed worker (`python -m execverify.worker`, the
 same judge the trainers, the editor and the reward server use) and scores a
 batch with its op reward_batch; batches go to the actors as they free up
@@ -28,6 +32,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+try:  # inside the package
+    from . import reward as _reward
+except ImportError:  # loaded by file path (verl's custom_reward_function): make the package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from execverify import reward as _reward
+
 DEFAULT_BATCH = 256  # Ray's overhead per call is ~1 ms: batches make it noise
 
 
@@ -47,8 +57,9 @@ class JudgeActor(object):
 
         self.client = worker_client.WorkerClient()
 
-    def score(self, items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        res = self.client.request("reward_batch", {"items": items}, timeout_s=60.0 + 4.0 * len(items))
+    def score(self, items: List[Dict[str, Any]], options: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        res = self.client.request("reward_batch", {"items": items, "options": options or {}},
+                                  timeout_s=60.0 + 4.0 * len(items))
         return list(res["scores"])
 
     def pid(self) -> int:
@@ -67,26 +78,54 @@ class JudgePool(object):
         self.actors = [self._remote.remote() for _ in range(n)]
         self.batch_size = batch_size
 
-    def score(self, ground_truths: Sequence[Any], responses: Sequence[Any]) -> List[Dict[str, Any]]:
+    def score(self, ground_truths: Sequence[Any], responses: Sequence[Any],
+              options: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        """reward.score_batch(ground_truths, responses, options), batch by batch on the actors."""
         from ray.util import ActorPool
 
         items = [{"ground_truth": gt, "response": r} for gt, r in zip(ground_truths, responses)]
         batches = [items[i:i + self.batch_size] for i in range(0, len(items), self.batch_size)]
         pool = ActorPool(self.actors)
         out: List[Dict[str, Any]] = []
-        for scores in pool.map(lambda actor, batch: actor.score.remote(batch), batches):
+        for scores in pool.map(lambda actor, batch: actor.score.remote(batch, options), batches):
             out.extend(scores)
         return out
 
-    def compute_scores(self, ground_truths: Sequence[Any], responses: Sequence[Any]) -> List[float]:
-        """verl's compute_score for each pair, on the actors."""
-        return [float(s["reward"]) for s in self.score(ground_truths, responses)]
+    def compute_scores(self, ground_truths: Sequence[Any], responses: Sequence[Any], **kwargs: Any) -> List[float]:
+        """compute_score(..., **kwargs) for each pair, on the actors."""
+        opts = _reward._options_from_kwargs(kwargs)
+        return [float(s["reward"]) for s in self.score(ground_truths, responses, opts)]
 
     def shutdown(self) -> None:
         ray = _ray()
         for a in self.actors:
             ray.kill(a)
         self.actors = []
+
+
+_pool: Optional[JudgePool] = None
+
+
+def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str], ground_truths: Sequence[Any],
+                        extra_infos: Optional[Sequence[Any]] = None, **kwargs: Any) -> List[float]:
+    """verl's batch reward manager: `custom_reward_function.path=<this file>`,
+    `custom_reward_function.name=compute_score_batch`, `reward_model.reward_manager=batch`.
+
+    The actors are started on the first call, in the Ray verl runs
+    (`num_actors` from reward_kwargs, default one per CPU); `reward_kwargs`
+    (alpha, gating, strict_literals, ...) are compute_score's.
+    """
+    global _pool
+    kwargs = dict(kwargs)
+    actors = int(kwargs.pop("num_actors", 0) or 0)
+    if _pool is None:
+        if __name__ == "execverify.ray_reward":
+            _pool = JudgePool(actors)
+        else:  # loaded by path: the actors' class must come from the importable module
+            from execverify import ray_reward
+
+            _pool = ray_reward.JudgePool(actors)
+    return _pool.compute_scores(list(ground_truths), list(solution_strs), **kwargs)
 
 
 # ------------------------------------------------------------ scoring a store

@@ -157,6 +157,29 @@ def test_judge_actors_give_compute_score_and_survive_a_killed_actor(local_ray):
         pool.shutdown()
 
 
+def test_verl_batch_reward_function_loaded_by_path_gives_compute_score(local_ray):
+    # verl's loader: spec_from_file_location("custom_module", path); BatchRewardManager's call.
+    import importlib.util
+    import sys as _sys
+
+    path = os.path.join(REPO, "python-tracer", "execverify", "ray_reward.py")
+    spec = importlib.util.spec_from_file_location("custom_module", path)
+    module = importlib.util.module_from_spec(spec)
+    _sys.modules["custom_module"] = module
+    try:
+        spec.loader.exec_module(module)
+        labels, responses = _pairs()
+        labels, responses = labels[:120], responses[:120]
+        got = module.compute_score_batch(data_sources=["execverify"] * len(labels), solution_strs=responses,
+                                         ground_truths=labels, extra_infos=[None] * len(labels), alpha=0.25,
+                                         num_actors=2)
+        assert got == [reward.compute_score("execverify", r, gt, None, alpha=0.25) for gt, r in zip(labels, responses)]
+        assert got != [reward.compute_score("execverify", r, gt, None) for gt, r in zip(labels, responses)]
+        module._pool.shutdown()
+    finally:
+        _sys.modules.pop("custom_module", None)
+
+
 def test_a_store_is_scored_on_ray(local_ray, tmp_path):
     labels, responses = _pairs()
     store = tmp_path / "store"
