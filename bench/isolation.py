@@ -4,8 +4,10 @@ Per worker: the time from spawning `python -m execverify.worker` to its first
 answer, sandboxed (bubblewrap: it re-executes itself inside) against
 EXECVERIFY_SANDBOX=off in the same run. Per job: a bare fork and exit of a
 warm worker-sized process (the floor), then `sandbox.run_isolated` of a job
-that does nothing without and with the seccomp filter, then one small trace.
-Medians; the interpreter is the one running this file.
+that does nothing without and with the seccomp filter, the same job in a child
+the fork server forked ahead of it (prefork.py, as shipped), and one small
+trace both ways; with the page faults and CPU each costs this process (the
+worker) and its children. Means; the interpreter is the one running this file.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python-tracer")
 sys.path.insert(0, ROOT)
 
-from execverify import isolation, sandbox, seccomp, tracer  # noqa: E402
+import resource  # noqa: E402
+
+from execverify import isolation, prefork, sandbox, seccomp, tracer  # noqa: E402
 
 MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
 
@@ -41,10 +45,20 @@ def worker_start_ms(env: dict, n: int) -> float:
 
 
 def per_job_ms(fn, n: int) -> float:
+    return per_job(fn, n)[0]
+
+
+def per_job(fn, n: int):
+    """(wall ms, this process's minor faults, this process's CPU ms) per call."""
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    c0 = os.times()
     t0 = time.perf_counter()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n * 1000
+    wall = (time.perf_counter() - t0) / n * 1000
+    c1 = os.times()
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
+    return wall, faults, ((c1.user - c0.user) + (c1.system - c0.system)) / n * 1000
 
 
 def bare_fork():
@@ -76,23 +90,37 @@ def main() -> int:
     gc.freeze()
     lim = sandbox.Limits()
     noop = lambda: sandbox.run_isolated(lambda ctx: None, lim)  # noqa: E731
-    print("per job (mean of %d)" % n_jobs)
-    floor = per_job_ms(bare_fork, n_jobs)
+    print("per job (mean of %d; faults and CPU: this process, the worker, per job)" % n_jobs)
+    floor = per_job(bare_fork, n_jobs)
     install = seccomp.install
     seccomp.install = lambda pid, writes: None
     try:
-        without = per_job_ms(noop, n_jobs)
+        without = per_job(noop, n_jobs)
     finally:
         seccomp.install = install
-    with_filter = per_job_ms(noop, n_jobs)
+    with_filter = per_job(noop, n_jobs)
     src = "def f(xs):\n    out = []\n    for x in xs:\n        out.append(x * 2)\n    return out\n"
-    traced = per_job_ms(lambda: tracer.trace_bytes({"source": src, "entry": {"kind": "call", "expr": "f([1, 2, 3])"}}),
-                        n_jobs)
-    print("  fork + exit of the warm worker (floor)    %7.3f ms" % floor)
-    print("  isolated job, no seccomp                  %7.3f ms   +%.3f over the floor" % (without, without - floor))
-    print("  isolated job, seccomp (as shipped)        %7.3f ms   +%.3f for the filter" % (with_filter, with_filter - without))
-    print("  a small trace, end to end in the worker   %7.3f ms" % traced)
-    print("  (the namespaces cost nothing per job: every job forks inside the worker's sandbox)")
+    small = {"source": src, "entry": {"kind": "call", "expr": "f([1, 2, 3])"}}
+    traced = per_job(lambda: tracer.trace_bytes(small), n_jobs)
+    # the same through a fork server, as the worker runs them
+    prefork.register(b"N", lambda ctx, payload: None)
+    prefork.start()
+    srv = prefork.server()
+    served = per_job(lambda: srv.run(b"N", b"", lim), n_jobs)
+    served_trace = per_job(lambda: tracer.trace_bytes(small), n_jobs)
+    row = "  %-42s %7.3f ms   %4.0f faults  %6.3f ms CPU%s"
+    print(row % ("fork + exit of the warm worker (floor)", floor[0], floor[1], floor[2], ""))
+    print(row % ("isolated job, no seccomp", without[0], without[1], without[2],
+                 "   +%.3f ms over the floor" % (without[0] - floor[0])))
+    print(row % ("isolated job, seccomp (fork per job)", with_filter[0], with_filter[1], with_filter[2],
+                 "   +%.3f ms for the filter" % (with_filter[0] - without[0])))
+    print(row % ("pre-forked job, seccomp (as shipped)", served[0], served[1], served[2],
+                 "   %.2fx the fork per job" % (served[0] / with_filter[0])))
+    print(row % ("a small trace, fork per job", traced[0], traced[1], traced[2], ""))
+    print(row % ("a small trace, pre-forked (as shipped)", served_trace[0], served_trace[1], served_trace[2],
+                 "   %.2fx the fork per job" % (served_trace[0] / traced[0])))
+    print("  (the namespaces cost nothing per job: every job forks inside the worker's sandbox;")
+    print("   a pre-forked child's fork and set-up run in the fork server and the child, ahead of the job)")
     return 0
 
 

@@ -1,6 +1,7 @@
 // Judge throughput of ONE worker, through the real JSON-lines protocol:
 //   state answers/s      (target ≥ 20,000)  — literal parsing, type normalisation, Python ==
 //   sandboxed answers/s  (target ≥ 500)     — output answers that are expressions, evaluated in the sandbox
+//                                            (and, in the same run, the same on a worker without its fork server)
 // Run: npm run bench:judge  (not part of the test suite; prints numbers).
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -87,6 +88,19 @@ async function main() {
     await rate(pool, pid, stateItems(2_000)); // warm the worker
     const state = await rate(pool, pid, stateItems(STATE_ANSWERS));
     const expr = await rate(pool, pid, exprItems(EXPR_ANSWERS));
+    // The same answers on a worker without its fork server
+    // (EXECVERIFY_PREFORK=off: each answer through the answer host, a courier
+    // and a fork of it), in the same run; then ours once more.
+    const old = new TracerPool({ size: 1, env: { ...process.env, EXECVERIFY_PREFORK: 'off' } });
+    let forked;
+    try {
+      const { pid: oldPid } = (await old.request('ping')) as { pid: number };
+      await rate(old, oldPid, exprItems(200));
+      forked = await rate(old, oldPid, exprItems(EXPR_ANSWERS));
+    } finally {
+      await old.close();
+    }
+    const again = await rate(pool, pid, exprItems(EXPR_ANSWERS));
     const single = performance.now();
     for (let i = 0; i < 50; i++) await judge.judge(exprItems(1)[0]!);
     const singleRate = 50 / ((performance.now() - single) / 1000);
@@ -104,6 +118,10 @@ async function main() {
       console.log(`${'  ... whole worker incl. JSON protocol'.padEnd(40)} ${Math.round(state.perProcessCpuSecond).toLocaleString('en-US').padStart(9)}/s`);
     }
     console.log(line(`sandboxed expression answers (${EXPR_ANSWERS})`, expr.perSecond, 500));
+    console.log(`${'  the same, measured again after (b)'.padEnd(40)} ${Math.round(again.perSecond).toLocaleString('en-US').padStart(9)}/s`);
+    console.log(
+      `${'  (b) answer host, fork per answer'.padEnd(40)} ${Math.round(forked.perSecond).toLocaleString('en-US').padStart(9)}/s   (EXECVERIFY_PREFORK=off, the design before the fork server)`,
+    );
     console.log(`${'  (one expression per request, 1 fork each)'.padEnd(40)} ${Math.round(singleRate).toLocaleString('en-US').padStart(9)}/s`);
     console.log(`correct: state ${state.correct}/${STATE_ANSWERS}, expressions ${expr.correct}/${EXPR_ANSWERS}`);
   } finally {

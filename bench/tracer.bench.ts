@@ -24,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { resolvePython } from '../src/engine/python';
 import { decodeTrace } from '../src/engine/trace/decode';
 import { TracerPool } from '../src/engine/trace/runner';
+import { safeParseTrace } from '../src/engine/trace/validate';
 import type { Step, Trace, Value } from '../src/engine/trace/schema';
 
 const python = resolvePython(undefined, process.env);
@@ -64,10 +65,13 @@ async function partA(rows: Row[]): Promise<string[]> {
     return { ms, pythonMs: (results.pop()!.seconds ?? 0) * 1000, results };
   }
   // ours, cold: a new pool (its workers start inside the timing), 800
-  // isolated, limited jobs sent with traceMany, every trace validated and decoded
-  async function cold(): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
+  // isolated, limited jobs sent with traceMany, every trace validated and
+  // decoded. `size`: workers (default one per core); `forkPerJob`: the
+  // worker forks each job's child itself (EXECVERIFY_PREFORK=off, the design
+  // before the fork server), for the comparison in the same run.
+  async function cold(size?: number, forkPerJob = false): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
     const t0 = performance.now();
-    const pool = new TracerPool({ python });
+    const pool = new TracerPool({ python, size, env: forkPerJob ? { ...process.env, EXECVERIFY_PREFORK: 'off' } : process.env });
     const traces: Trace[] = [];
     let steps = 0;
     for (const t of await pool.traceMany(jobs)) {
@@ -92,12 +96,25 @@ async function partA(rows: Row[]): Promise<string[]> {
   const naiveMs: number[] = [];
   const oursMs: number[] = [];
   const ratios: number[] = [];
+  // the other designs of the same run: [one worker, fork per job on the
+  // pool, fork per job on one worker] -> each round's ms
+  const variants: Array<[number | undefined, boolean]> = [
+    [1, false],
+    [undefined, true],
+    [1, true],
+  ];
+  const variantMs: number[][] = variants.map(() => []);
   let last = await naive();
   let ours = await cold();
   for (let r = 0; ; r++) {
     naiveMs.push(last.ms);
     oursMs.push(ours.ms);
     ratios.push(ours.ms / last.ms);
+    for (const [k, [size, forkPerJob]] of variants.entries()) {
+      const v = await cold(size, forkPerJob);
+      variantMs[k]!.push(v.ms);
+      await v.pool.close();
+    }
     if (r + 1 >= rounds) break;
     await ours.pool.close();
     // Let go of this round's traces before the next round: kept, every
@@ -117,6 +134,16 @@ async function partA(rows: Row[]): Promise<string[]> {
   const warmMs = performance.now() - t0;
   await ours.pool.close();
 
+  // The engine's own share, no Python at all: the 800 traces' JSON parsed,
+  // validated and decoded again in this process (part of every "ours" row).
+  const texts = ours.traces.map((t) => JSON.stringify(t));
+  t0 = performance.now();
+  for (const text of texts) {
+    const t = safeParseTrace(JSON.parse(text));
+    if (!t.ok) throw new Error(t.error);
+    decodeTrace(t.trace);
+  }
+  const engineMs = performance.now() - t0;
   let agree = 0;
   ours.traces.forEach((t, i) => {
     if (t.outcome.kind === 'returned' && t.outcome.value.repr === last.results[i]?.result) agree++;
@@ -129,8 +156,14 @@ async function partA(rows: Row[]): Promise<string[]> {
     `    naive in-process (settrace, repr all, no isolation)           ${s(naiveMed)} s  [${s(last.pythonMs)} s inside Python; rounds ${naiveMs.map(s).join(' ')}]`,
     `    ours, pool.traceMany, cold (isolated, limited, validated, decoded) ${s(med(oursMs))} s  [rounds ${oursMs.map(s).join(' ')}]`,
     `      ratio ours / naive: median ${med(ratios).toFixed(2)} (target <= 1.5 with every job isolated) [rounds ${ratios.map((x) => x.toFixed(2)).join(' ')}]`,
+    ...variants.map(([size, forkPerJob], k) => {
+      const ms = med(variantMs[k]!);
+      const what = `${size === 1 ? 'one worker' : `pool of ${availableParallelism()}`}, ${forkPerJob ? 'a fork of the worker per job (EXECVERIFY_PREFORK=off)' : 'pre-forked children'}`;
+      return `    ours, cold, ${what.padEnd(60)} ${s(ms)} s   ratio ${(ms / naiveMed).toFixed(2)}  [rounds ${variantMs[k]!.map(s).join(' ')}]`;
+    }),
     `    ours, pool.trace one job per request (once)                    ${s(singleMs)} s   ratio ${(singleMs / naiveMed).toFixed(2)}`,
     `    ours, traceMany again on the warm pool (no start-up)           ${s(warmMs)} s   ratio ${(warmMs / naiveMed).toFixed(2)}   (informative; the target is the cold row)`,
+    `    the engine's own share: JSON.parse + validation + decode of the ${rows.length} traces, no Python   ${s(engineMs)} s   ratio ${(engineMs / naiveMed).toFixed(2)} by itself`,
     `    return values equal to the naive run              ${agree} / ${rows.length}`,
   ];
 }

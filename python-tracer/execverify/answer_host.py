@@ -29,7 +29,7 @@ import struct
 import sys
 from typing import Any, Dict
 
-from . import plain_value, protocol, sandbox
+from . import plain_value, prefork, protocol, sandbox
 from .jsonc import dumps, loads
 
 HEAD = struct.Struct(">IIIII")
@@ -80,6 +80,25 @@ def evaluate_in_child(ctx: sandbox.Context, code: str, expr: str) -> None:
     ctx.send(protocol.VALUE, plain_value.encode(value))
 
 
+# An answer's kind for the worker's fork server (prefork.py), whose children
+# evaluate answers where there is one (expr_eval): the payload is the request's.
+ANSWER_JOB = b"A"
+
+
+def answer_job(ctx: sandbox.Context, payload: bytes) -> None:
+    req = loads(payload)
+    evaluate_in_child(ctx, str(req.get("code") or ""), str(req["expr"]))
+
+
+prefork.register(ANSWER_JOB, answer_job)
+
+
+def limits_for(wall_ms: int, cpu_ms: int, memory_mb: int) -> sandbox.Limits:
+    """An answer's child's limits; what it sends is bounded by what a reply may hold."""
+    return sandbox.Limits(wall_ms=wall_ms, cpu_ms=cpu_ms, memory_mb=memory_mb, output_bytes=OUTPUT_BYTES,
+                          grace_ms=500, message_bytes=plain_value.MAX_BYTES + (1 << 20))
+
+
 def _describe(e: BaseException) -> str:
     try:
         return ("%s: %s" % (plain_value.qualname(type(e)), e))[:200]
@@ -117,8 +136,7 @@ def _courier(head: tuple, fd_in: int, fd_out: int, read_done: int, token: tuple)
         kind, payload = protocol.ERROR, dumps({"code": "bad_request", "message": str(e)[:200]}).encode()
     else:
         del data, req
-        limits = sandbox.Limits(wall_ms=wall_ms, cpu_ms=cpu_ms, memory_mb=memory_mb, output_bytes=OUTPUT_BYTES,
-                                grace_ms=500)
+        limits = limits_for(wall_ms, cpu_ms, memory_mb)
         out = sandbox.run_isolated(lambda ctx: evaluate_in_child(ctx, code, expr), limits)
         kind, payload = reply_for(out)
     reply = REPLY.pack(rid, kind, len(payload)) + payload

@@ -5,10 +5,14 @@ request (`start`): from then on that process holds no job, no program, no
 truth and no answer, and runs no user code; all it ever does is fork. Each
 child it forks sets up everything that needs no job (sandbox.child_detach:
 descriptors, session, signals, captured streams), then blocks on its own job
-pipe. The worker takes one child per job (`Forkserver.run`) and asks for the
-next at once, so the next fork and its copy-on-write faults happen while
-this job runs, on the other core, and the worker itself never forks (it
-takes no copy-on-write faults of its own either).
+pipe. The worker keeps two such children ready, takes one per job
+(`Forkserver.run`, or `begin` and later `finish` to run two at once) and asks
+for the next at once, so the next fork and its copy-on-write faults happen
+while this job runs, on the other core, and the worker itself never forks (it
+takes no copy-on-write faults of its own either). A child whose messages say
+all the caller needs (`finish(enough=...)`: a finished trace, an answer's
+value) is killed once its pipe closes instead of waiting for the server's
+report of its exit: one process less on the job's path.
 
 A job's child, in order:
   1. reads the job's fixed-size header (its limits, its input's and its
@@ -73,9 +77,11 @@ def available() -> bool:
             and hasattr(_socket.socket, "sendmsg") and hasattr(os, "wait4"))
 
 
-class ServerGone(RuntimeError):
+class ServerGone(BaseException):
     """The fork server ended (it runs no user code: only the OOM killer or a
-    bug ends it). The worker cannot fork a clean one again: it holds jobs."""
+    bug ends it). The worker cannot fork a clean one again (it holds jobs),
+    so this ends the worker: a BaseException, which no op's `except
+    Exception` turns into one job's error; the pool starts a new worker."""
 
 
 class _Usage(object):
@@ -87,16 +93,30 @@ class _Usage(object):
         self.ru_maxrss = maxrss
 
 
+class Running(object):
+    """A job given to its child, not yet collected."""
+
+    __slots__ = ("pid", "msg_r", "limits", "start", "deadline")
+
+    def __init__(self, pid: int, msg_r: int, limits: sandbox.Limits) -> None:
+        self.pid = pid
+        self.msg_r = msg_r
+        self.limits = limits
+        self.start = time.monotonic()
+        self.deadline = self.start + limits.wall_ms / 1000.0
+
+
 class Forkserver(object):
     """The worker's side: spare children, and the jobs run in them."""
 
-    def __init__(self, spares: int = 1, warm=None) -> None:
+    def __init__(self, spares: int = 2, warm=None) -> None:
         self.want = spares
         self.warm = warm
         self.sock: Any = None
         self.pid = 0
         self.spares: List[Tuple[int, int, int]] = []  # (pid, job_w, msg_r), forked before any job
         self.exits: Dict[int, Tuple[int, _Usage]] = {}  # pid -> its exit, as the server reported it
+        self.forgotten: Set[int] = set()  # children whose exit no one waits for
         self.asked = 0
 
     def start(self) -> None:
@@ -118,7 +138,10 @@ class Forkserver(object):
 
     def _ask(self, n: int) -> None:
         if n > 0:
-            self.sock.send(b"F" * n)
+            try:
+                self.sock.send(b"F" * n)
+            except OSError as e:
+                raise ServerGone("the fork server ended (%s)" % e) from None
             self.asked += n
 
     def _receive(self, timeout=None) -> bool:
@@ -137,6 +160,8 @@ class Forkserver(object):
                 break
             except InterruptedError:
                 continue
+            except OSError as e:
+                raise ServerGone("the fork server ended (%s)" % e) from None
         if not data:
             raise ServerGone("the fork server ended")
         kind, pid, status, utime, stime, maxrss = _MSG.unpack(data)
@@ -149,6 +174,8 @@ class Forkserver(object):
                 raise ServerGone("the fork server sent a child without its pipes")
             self.asked -= 1
             self.spares.append((pid, fds[0], fds[1]))
+        elif pid in self.forgotten:
+            self.forgotten.discard(pid)
         else:
             self.exits[pid] = (status, _Usage(utime, stime, maxrss))
         return True
@@ -167,27 +194,43 @@ class Forkserver(object):
         """sandbox.run_isolated for a job of a registered kind, in a child
         forked before this job existed. The child's environment is the
         worker's jobs' (sandbox.use_job_env); `limits.env` is not supported."""
+        return self.finish(self.begin(kind, payload, limits), on_message)
+
+    def begin(self, kind: bytes, payload: bytes, limits: sandbox.Limits) -> "Running":
+        """Gives a spare child its job; the job runs while the caller goes
+        on (`finish` collects it). Its wall time counts from now."""
         if limits.env is not None:
             raise ValueError("a pre-forked child gets the jobs' environment; limits.env is not supported")
         pid, job_w, msg_r = self.take()
         stdin = limits.stdin if limits.stdin is not None else b""
         head = JOB.pack(kind, limits.wall_ms, limits.cpu_ms, limits.memory_mb, limits.output_bytes, limits.file_bytes,
                         bool(limits.allow_writes), limits.stdin is not None, len(stdin), len(payload))
-        out = sandbox.Outcome()
-        start = time.monotonic()
-        deadline = start + limits.wall_ms / 1000.0
+        job = Running(pid, msg_r, limits)
         try:
-            try:
-                _write_all(job_w, head + stdin + payload)
-            except OSError:
-                pass  # the child is gone before its job: its exit says how
-            finally:
-                os.close(job_w)
-            sandbox.collect(out, msg_r, pid, deadline, limits, on_message)
+            _write_all(job_w, head + stdin + payload)
+        except OSError:
+            pass  # the child is gone before its job: its exit says how
         finally:
-            os.close(msg_r)
-            status, usage = self._reaped(out, pid, deadline, limits)
-        sandbox.ended(out, start, status, usage)
+            os.close(job_w)
+        return job
+
+    def finish(self, job: "Running", on_message=None, enough=None) -> sandbox.Outcome:
+        """The job's messages and how it ended. `enough(out)`: whether what
+        the child sent says all the caller needs; then, once its pipe closed,
+        it is killed without waiting for its exit status (nor its rusage)."""
+        out = sandbox.Outcome()
+        status = usage = None
+        try:
+            sandbox.collect(out, job.msg_r, job.pid, job.deadline, job.limits, on_message)
+        finally:
+            os.close(job.msg_r)
+            if enough is not None and enough(out):
+                sandbox._kill(job.pid, signal.SIGKILL)
+                if self.exits.pop(job.pid, None) is None:
+                    self.forgotten.add(job.pid)
+            else:
+                status, usage = self._reaped(out, job.pid, job.deadline, job.limits)
+        sandbox.ended(out, job.start, status, usage)
         return out
 
     def _reaped(self, out: sandbox.Outcome, pid: int, deadline: float, limits: sandbox.Limits):
@@ -256,7 +299,10 @@ def _serve(sock, warm=None) -> None:
     os.close(null)
     sandbox._close_inherited(fd)
     if warm is not None:
-        warm()
+        try:
+            warm()
+        except Exception as e:  # noqa: B902 - children without it still run their jobs (and say what fails)
+            sys.stderr.write("execverify: the fork server's warm-up failed: %s: %s\n" % (type(e).__name__, e))
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -352,11 +398,17 @@ _server = None
 
 def start(warm=None) -> None:
     """Starts this process's fork server (the worker, once, before its first
-    request); `warm()` runs in the server before it forks its first child."""
+    request); `warm()` runs in the server before it forks its first child.
+    EXECVERIFY_PREFORK=off: none (a fork of the worker per job, as where
+    there is no fork server; for comparisons)."""
     global _server
-    if _server is None and available():
+    if _server is None and available() and os.environ.get("EXECVERIFY_PREFORK") != "off":
         srv = Forkserver(warm=warm)
-        srv.start()
+        try:
+            srv.start()
+        except OSError as e:  # no socket pair or no fork here: a fork of this process per job
+            sys.stderr.write("execverify: no fork server (%s); each job forks the worker\n" % e)
+            return
         _server = srv
 
 

@@ -18,6 +18,7 @@ ERROR = b"E"  # an internal error (JSON {"code", "message"})
 STEPS = b"S"  # a chunk of steps (JSON fragments)
 TRACE = b"T"  # the finished trace's head and tail
 BAD_JOB = b"X"  # the job was refused before running (JSON {"code", "message"})
+USAGE = b"U"  # after the trace: the child's own peak memory, KB (decimal text)
 # The expression evaluator's kind.
 VALUE = b"V"  # an evaluated answer's value (JSON, see expr_eval)
 

@@ -17,7 +17,7 @@ from . import isolation, jsonc, prefork, sandbox
 from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
-from .protocol import BAD_JOB, ERROR, LIMIT, STEPS, TRACE
+from .protocol import BAD_JOB, ERROR, LIMIT, STEPS, TRACE, USAGE
 from .pytracer import SettraceBackend, settrace as _settrace
 from .recorder import (DEFAULT_LIMITS, Recorder, RawJSON as _RawJSON, encoders as _encoders,
                        head_text as _head_text, tail_text as _tail_text)
@@ -384,7 +384,10 @@ def _run_fresh(params: dict):
     if server is not None:
         if job.source is not None and params.get("source") is None:
             params = dict(params, source=job.source)  # read once, here
-        out = server.run(TRACE_JOB, _json_dumps(params).encode(), slimits)
+        # a finished trace says all the worker needs (the child's CPU time
+        # inside it, its peak memory after it): then the fork server's report
+        # of the child's exit is not waited for
+        out = server.finish(server.begin(TRACE_JOB, _json_dumps(params).encode(), slimits), enough=_finished)
     else:
         ensure_site()
         out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
@@ -392,6 +395,12 @@ def _run_fresh(params: dict):
 
 
 TRACE_JOB = b"T"  # a trace job's kind for the fork server
+
+
+def _finished(out) -> bool:
+    """The child finished its trace and said its peak memory: its exit adds
+    nothing (a limit or a crash still waits for it)."""
+    return out.last(USAGE) is not None
 
 
 def _child_job(ctx, payload: bytes) -> None:
@@ -403,6 +412,7 @@ def _child_job(ctx, payload: bytes) -> None:
         ctx.send(BAD_JOB, _json_dumps({"code": e.code, "message": e.message}).encode())
         return
     run_in_child(job, ctx)
+    ctx.send(USAGE, b"%d" % sandbox.resource.getrusage(sandbox.resource.RUSAGE_SELF).ru_maxrss)
 
 
 prefork.register(TRACE_JOB, _child_job)
@@ -478,6 +488,9 @@ def _from_messages(job, out, slimits) -> bytes:
             err = payload
         elif kind == LIMIT:  # a limit the child hit before the tracer could report it
             reported = jsonc.loads(payload)
+        elif kind == USAGE:
+            if not out.peak_kb:  # what the parent measured, where it did, wins
+                out.peak_kb = max(0, int(payload[:20]))
         else:
             raise ValueError("unknown message kind")
     if final is None and err is not None:

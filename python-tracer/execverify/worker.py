@@ -13,9 +13,12 @@ Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
 raise `OpError(code, message)`) and register it with one line in `OPS` below
 (ops of another module, like the judge's: their names in a tuple such as
 JUDGE_OPS, imported on first use).
-An op that runs user code must do it through `execverify.sandbox`
-(`run_isolated` / `call_isolated`): the worker itself never runs user code,
-so no job can kill it. An op may instead return `Raw(bytes)` holding the JSON
+An op that runs user code must do it in a child: through the worker's fork
+server (`execverify.prefork`: `prefork.server().run(kind, payload, limits)`,
+for a kind registered by a module the server has imported, see _warm_server),
+or where there is none through `execverify.sandbox` (`run_isolated` /
+`call_isolated`): the worker itself never runs user code, so no job can kill
+it. An op may instead return `Raw(bytes)` holding the JSON
 text of its result, to stream large results without re-encoding them.
 
 Requests are served one at a time (the TypeScript pool runs one worker per

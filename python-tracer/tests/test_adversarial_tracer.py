@@ -86,13 +86,19 @@ class HostileWorker(unittest.TestCase):
             def f():
                 procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
                 caps = [l for l in open('/proc/self/status') if l.startswith('CapEff:')]
-                others = [p for p in procs if p not in (1, os.getppid(), os.getpid())]
-                return (os.getppid(), procs[:2], len(others) <= 1, caps[0].split()[1])
+                names = set()
+                for p in procs:
+                    try:
+                        names.add(open('/proc/%d/stat' % p).read().split('(', 1)[1].split(')')[0][:6])
+                    except OSError:
+                        pass  # it ended meanwhile
+                return (os.getppid(), procs[:2], len(procs) <= 6, sorted(names), caps[0].split()[1])
             """)
-        # a PID namespace of its own: the worker is its init (1), the fork
-        # server (2, prefork.py) the job's parent, and besides the job at
-        # most the next job's child, forked ahead; no capabilities left
-        self.assertEqual(self.value(t), "(2, [1, 2], True, '0000000000000000')")
+        # a PID namespace of its own, with only the sandbox's Pythons in it:
+        # the worker is its init (1), the fork server (2, prefork.py) the
+        # job's parent; besides the job, the next jobs' two children forked
+        # ahead and the previous job's child if not yet reaped; no capabilities
+        self.assertEqual(self.value(t), "(2, [1, 2], True, ['python'], '0000000000000000')")
 
     def test_the_environment_holds_no_secret(self):
         t = self.trace("""

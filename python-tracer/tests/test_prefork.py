@@ -12,7 +12,7 @@ import textwrap
 import time
 import unittest
 
-from execverify import prefork, tracer
+from execverify import expr_eval, isolation, prefork, tracer
 
 from .tracer_support import TRACER_DIR, WORKER_MAIN, Worker, WorkerTestCase
 
@@ -94,6 +94,52 @@ class ChildrenHoldOnlyTheirOwnJob(WorkerTestCase):
             self.assertEqual(grandparent, worker_pid)  # but by its fork server
 
 
+FALSE = {"repr": "False", "type": "bool", "literal": True}
+
+
+@unittest.skipUnless(prefork.available(), "the fork server needs Linux")
+class AnswersHoldOnlyTheirOwn(unittest.TestCase):
+    """An answer's child holds neither the truths nor the other answers of its
+    batch: an answer that scans its own memory for them finds nothing."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.saved = os.environ.get(expr_eval.ALLOW_UNISOLATED_ENV)
+        if not isolation.status()["isolated"] and isolation.status()["mechanism"] != "available":
+            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = "1"
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.saved is None:
+            os.environ.pop(expr_eval.ALLOW_UNISOLATED_ENV, None)
+        else:
+            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = cls.saved
+
+    @staticmethod
+    def scan(a, b):
+        # the answer: True where a + b is anywhere in its process's memory
+        return "exec(%r) or bool(f(%r.encode(), %r.encode())[1])" % (SCAN, a, b)
+
+    def test_no_truth_and_no_other_answer_is_in_an_answers_memory(self):
+        truth = "zq" + "TRUTH-OF-ANOTHER-ITEM-5d2e" * 3
+        answer = "zq" + "ANSWER-OF-ANOTHER-ITEM-90b7" * 3
+        value = {"repr": repr(truth), "type": "str", "literal": True}
+        got = expr_eval.evaluate([
+            {"answer": repr(truth), "value": value, "mode": "typed"},
+            {"answer": self.scan(truth[:20], truth[20:]), "value": FALSE, "mode": "typed"},
+            {"answer": self.scan(answer[:20], answer[20:]), "value": FALSE, "mode": "typed"},
+            {"answer": repr(answer), "value": {"repr": "'x'", "type": "str", "literal": True}, "mode": "typed"},
+        ])
+        self.assertEqual([g["correct"] for g in got], [True, True, True, False], got)
+
+    def test_the_scan_finds_what_is_in_its_own_answer(self):
+        # the control: the secret in the answer's own code is found
+        secret = "zq" + "IN-THIS-ANSWER-31c0" * 3
+        got = expr_eval.evaluate([{"answer": self.scan(secret[:20], secret[20:]), "code": "KEPT = %r" % secret,
+                                   "value": FALSE, "mode": "typed"}])
+        self.assertEqual((got[0]["correct"], got[0]["reason"]), (False, "value_differs"), got)
+
+
 def _children(pid):
     out = []
     for p in os.listdir("/proc"):
@@ -121,30 +167,63 @@ class TheServerEndsWithItsWorker(unittest.TestCase):
     spare children still end when their worker does."""
 
     def check(self, stop):
-        env = dict(os.environ, EXECVERIFY_SANDBOX="off")
-        env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        w = Worker.__new__(Worker)
-        w.proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        w.n = 0
+        w = self.worker()
         try:
             self.assertEqual(w.trace("def f():\n    return 1\n")["outcome"]["value"]["repr"], "1")
             servers = _children(w.proc.pid)
             self.assertEqual(len(servers), 1, servers)
-            spares = _children(servers[0])
-            # the next job's child was asked for when this one was taken;
-            # it is there once the server has forked it
+            # the next jobs' children were asked for when this one was
+            # taken; they are there once the server has forked them (and
+            # reaped the child of the job that ran)
+            want = prefork.Forkserver().want
             deadline = time.monotonic() + 60
-            while not spares and time.monotonic() < deadline:
+            spares = [p for p in _children(servers[0]) if _alive(p)]
+            while len(spares) != want and time.monotonic() < deadline:
                 time.sleep(0.01)
-                spares = _children(servers[0])
-            self.assertEqual(len(spares), 1)
+                spares = [p for p in _children(servers[0]) if _alive(p)]
+            self.assertEqual(len(spares), want)
             stop(w.proc)
             w.proc.wait(30)
             deadline = time.monotonic() + 60
             while any(_alive(p) for p in servers + spares) and time.monotonic() < deadline:
                 time.sleep(0.01)
             self.assertEqual([p for p in servers + spares if _alive(p)], [])
+        finally:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+            w.proc.stdin.close()
+            w.proc.stdout.close()
+
+    @staticmethod
+    def worker():
+        env = dict(os.environ, EXECVERIFY_SANDBOX="off")
+        env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        w = Worker.__new__(Worker)
+        w.proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        w.n = 0
+        return w
+
+    def test_a_worker_whose_fork_server_died_ends_rather_than_fork_itself(self):
+        w = self.worker()
+        try:
+            self.assertEqual(w.trace("def f():\n    return 1\n")["outcome"]["value"]["repr"], "1")
+            server = _children(w.proc.pid)[0]
+            spares = _children(server)
+            os.kill(server, signal.SIGKILL)
+            # the children already forked are clean and may still take a
+            # job each; the next one needs the server, and the worker ends
+            answered = []
+            with self.assertRaisesRegex(AssertionError, "worker died"):
+                for k in range(prefork.Forkserver().want + 1):
+                    answered.append(w.trace("def f():\n    return %d\n" % k)["outcome"]["value"]["repr"])
+            self.assertEqual(answered, [str(k) for k in range(len(answered))])
+            self.assertNotEqual(w.proc.wait(30), 0)
+            deadline = time.monotonic() + 60
+            while any(_alive(p) for p in spares) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual([p for p in spares if _alive(p)], [])
         finally:
             if w.proc.poll() is None:
                 w.proc.kill()

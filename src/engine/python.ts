@@ -41,7 +41,16 @@ export function pythonTracerDir(start: string = __dirname, exists: (p: string) =
  * see python-tracer/execverify/isolation.py). The user's own import path
  * (PYTHONPATH) follows the tracer's.
  */
-const WORKER_VARS = ['PYTHONHOME', 'LD_LIBRARY_PATH', 'PYENV_VERSION', 'PYENV_ROOT', 'PYTHONHASHSEED', 'EXECVERIFY_SANDBOX', 'EXECVERIFY_ALLOW_UNISOLATED'];
+const WORKER_VARS = [
+  'PYTHONHOME',
+  'LD_LIBRARY_PATH',
+  'PYENV_VERSION',
+  'PYENV_ROOT',
+  'PYTHONHASHSEED',
+  'EXECVERIFY_SANDBOX',
+  'EXECVERIFY_ALLOW_UNISOLATED',
+  'EXECVERIFY_PREFORK',
+];
 
 /**
  * The environment a worker (and every program it traces) runs with: the
