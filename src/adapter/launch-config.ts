@@ -22,6 +22,8 @@ export const LaunchConfigSchema = z
     stopOnEntry: z.boolean().optional(),
     /** Replay an already recorded trace (JSON) instead of recording: nothing is run. */
     traceFile: z.string().min(1).optional(),
+    /** Record through a debugger over DAP instead of the in-process tracer (docs/live-debugging.md). */
+    via: z.enum(['debugpy']).optional(),
   })
   .superRefine((c, ctx) => {
     if (!c.program && !c.traceFile) {
@@ -29,6 +31,9 @@ export const LaunchConfigSchema = z
     }
     if (c.entry && c.script) {
       ctx.addIssue({ code: 'custom', path: ['entry'], message: 'cannot be combined with "script": true; use one of them' });
+    }
+    if (c.via && !c.entry) {
+      ctx.addIssue({ code: 'custom', path: ['via'], message: 'records a call: set "entry" too, e.g. "f([1, 2], 3)"' });
     }
     if (c.entry && c.args?.length) {
       ctx.addIssue({ code: 'custom', path: ['args'], message: 'are for scripts; put the arguments into the "entry" call expression instead' });
@@ -45,6 +50,8 @@ export interface RecordRequest {
   env?: Record<string, string>;
   python?: string;
   limits?: Limits;
+  /** Record through this debugger over DAP (src/engine/dap/) rather than the in-process tracer. */
+  via?: 'debugpy';
 }
 
 /** Validates raw launch arguments; errors are one readable line per problem. */
@@ -68,5 +75,6 @@ export function toRecordRequest(config: LaunchConfig, baseDir: string): RecordRe
     ...(config.env ? { env: config.env } : {}),
     ...(config.python ? { python: config.python } : {}),
     ...(config.limits ? { limits: config.limits } : {}),
+    ...(config.via ? { via: config.via } : {}),
   };
 }

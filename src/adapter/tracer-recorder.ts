@@ -1,6 +1,8 @@
 // Records a launch request with the engine's TracerPool. The pool is per
 // interpreter and environment (a launch config may choose both), shared by
 // every session that uses the same pair.
+import { traceViaDebugpy } from '../engine/dap/debugpy-tracer';
+import { resolvePython } from '../engine/python';
 import { TracerPool, type TraceJob } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
 import type { RecordRequest } from './launch-config';
@@ -24,6 +26,11 @@ export function tracerRecorder(poolFor: PoolFor): Recorder {
         ...(request.limits ? { limits: request.limits } : {}),
       };
       try {
+        if (request.via === 'debugpy' && request.entry.kind === 'call') {
+          const python = resolvePython(request.python, process.env);
+          const via = { path: request.program, expr: request.entry.expr, python, env: process.env, programEnv: request.env, limits: request.limits };
+          return { ok: true, trace: await traceViaDebugpy(via, signal) };
+        }
         const pool = poolFor({ ...(request.python ? { python: request.python } : {}), ...(request.env ? { env: request.env } : {}) });
         return { ok: true, trace: await pool.trace(job, signal) };
       } catch (err) {

@@ -61,6 +61,7 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
             env: request.env,
             python: request.python,
             limits: request.limits,
+            ...(request.via ? { via: request.via } : {}),
             wantTrace: true,
           },
           TraceResultSchema,

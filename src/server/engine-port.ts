@@ -27,6 +27,8 @@ export interface TraceRequest {
   python: string | undefined;
   /** Per-run limits over the settings' limits. */
   limits: Limits | undefined;
+  /** Record through debugpy over DAP (src/engine/dap/) instead of the in-process tracer. */
+  via?: 'debugpy';
   settings: Settings;
 }
 

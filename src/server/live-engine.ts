@@ -7,6 +7,7 @@ import { readStore, SampleStore } from '../engine/dataset/store';
 import { exportRecords } from '../engine/dataset/exporters';
 import { JudgeClient } from '../engine/judge/client';
 import { BaselineProvider, ModelProvider, type Provider } from '../engine/model';
+import { traceViaDebugpy } from '../engine/dap/debugpy-tracer';
 import { resolvePython } from '../engine/python';
 import { TracerError, TracerPool } from '../engine/trace/runner';
 import type { Trace } from '../engine/trace/schema';
@@ -96,6 +97,7 @@ export class LiveEngine implements Engine, Answering {
 
   async trace(request: TraceRequest, signal: AbortSignal): Promise<Trace> {
     const s = request.settings;
+    if (request.via === 'debugpy') return this.traceViaDebugpy(request, signal);
     const pool = request.python ? new TracerPool({ python: request.python, size: 1, env: this.options.env ?? process.env }) : this.workers(s);
     try {
       return await pool.trace(
@@ -112,6 +114,31 @@ export class LiveEngine implements Engine, Answering {
       throw fromTracerError(e);
     } finally {
       if (pool !== this.pool) void pool.close();
+    }
+  }
+
+  /** A launch configuration's `via: "debugpy"`: the run recorded through debugpy over DAP, from the saved file. */
+  private async traceViaDebugpy(request: TraceRequest, signal: AbortSignal): Promise<Trace> {
+    if (request.entry.kind !== 'call') throw new EngineError('bad_params', '"via": "debugpy" records a call: set "entry" in the launch configuration.');
+    if ((await fs.readFile(request.file, 'utf8')) !== request.source) {
+      throw new EngineError('bad_params', `debugpy runs ${path.basename(request.file)} from disk: save it first.`);
+    }
+    const env = this.options.env ?? process.env;
+    const s = request.settings;
+    try {
+      return await traceViaDebugpy(
+        {
+          path: request.file,
+          expr: request.entry.expr,
+          python: request.python ?? resolvePython(s.pythonPath, env),
+          env,
+          programEnv: request.env,
+          limits: { steps: s.limits.steps, wallTimeMs: s.limits.wallTimeMs, ...request.limits },
+        },
+        signal,
+      );
+    } catch (e) {
+      throw fromTracerError(e);
     }
   }
 

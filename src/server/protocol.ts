@@ -150,6 +150,8 @@ export const TraceParamsSchema = z.object({
   limits: LimitsSchema.optional(),
   /** Also return the recorded trace (the replay debugger replays it). */
   wantTrace: z.boolean().optional(),
+  /** Record through debugpy over DAP instead of the in-process tracer (a launch configuration's `via`). */
+  via: z.enum(['debugpy']).optional(),
   workDoneToken: z.union([z.string(), z.number()]).optional(),
 });
 export type TraceParams = z.infer<typeof TraceParamsSchema>;

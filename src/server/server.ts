@@ -314,7 +314,7 @@ export class EngineServer {
     const run = await this.withProgress(`ExecVerify: tracing ${label}`, params.workDoneToken, token, async (signal, report) => {
       report('running under the tracer');
       const trace = await this.engine.trace(
-        { file, source, entry, cwd: params.cwd, env: params.env, python: params.python, limits: params.limits, settings: this.settings },
+        { file, source, entry, cwd: params.cwd, env: params.env, python: params.python, limits: params.limits, via: params.via, settings: this.settings },
         signal,
       );
       return this.store.addRun({ uri, file, entry: label, trace });

@@ -25,6 +25,8 @@ export interface DebugpyTraceJob {
   python: string;
   /** The parent environment; only what workerEnv keeps reaches the adapter and the program. */
   env: NodeJS.ProcessEnv;
+  /** What the user set for the program (a launch configuration's `env`). */
+  programEnv?: Readonly<Record<string, string>>;
   limits?: Limits;
 }
 
@@ -102,7 +104,7 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
   const entryLine = mark('# entry');
   const outcomeLine = mark('# outcome');
 
-  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { env: workerEnv(job.env, tracerDir), stdio: ['pipe', 'pipe', 'pipe'] });
+  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { env: workerEnv(job.env, tracerDir, job.programEnv), stdio: ['pipe', 'pipe', 'pipe'] });
   let adapterErr = '';
   adapter.stderr!.on('data', (d: Buffer) => (adapterErr = (adapterErr + d.toString('utf8')).slice(-4000)));
   const dap = new DapClient(adapter.stdout!, adapter.stdin!);
