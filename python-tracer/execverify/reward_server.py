@@ -473,6 +473,55 @@ class RewardServer(ThreadingHTTPServer):
         return True
 
 
+# ------------------------------------------------------------ a thin client
+
+class RewardClient(object):
+    """The server from Python, with TRL's reward-function signature:
+
+        GRPOTrainer(reward_funcs=[RewardClient("http://10.0.0.5:5000", token=...)], ...)
+
+    Each call posts one /get_reward batch (query = the completion's text,
+    prompts = "", so the response is the completion) and returns the rewards;
+    on 503 it waits Retry-After and tries again (at most `retries` times).
+    """
+
+    __name__ = "execverify_reward"  # the name TRL logs the reward under
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout_s: float = 300.0, retries: int = 30) -> None:
+        self.url = url.rstrip("/") + "/get_reward"
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV)
+        self.timeout_s = timeout_s
+        self.retries = retries
+
+    def __call__(self, prompts: Any = None, completions: Any = None, ground_truth: Any = None,
+                 **kwargs: Any) -> List[float]:
+        texts = [reward._completion_text(c) for c in (completions or [])]
+        truths = list(ground_truth) if isinstance(ground_truth, (list, tuple)) else [ground_truth] * len(texts)
+        return list(self.post(texts, [""] * len(texts), truths)["rewards"])
+
+    def post(self, queries: List[str], prompts: List[str], labels: List[Any]) -> Dict[str, Any]:
+        """One OpenRLHF-shaped request: {"rewards", "scores", "extra_logs"}."""
+        import urllib.error
+        import urllib.request
+
+        data = _json({"query": queries, "prompts": prompts, "labels": labels})
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        for attempt in range(self.retries + 1):
+            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as e:
+                body = e.read().decode("utf-8", "replace")[:300]
+                if e.code == 503 and attempt < self.retries:
+                    time.sleep(float(e.headers.get("Retry-After") or 1))
+                    continue
+                raise WorkerError("the reward server answered %d: %s" % (e.code, body)) from None
+        raise WorkerError("unreachable")  # the loop returns or raises
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True

@@ -21,6 +21,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 from execverify import reward
+from execverify.reward_server import RewardClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -202,6 +203,18 @@ class Equality(unittest.TestCase):
         self.assertEqual([r for _, r, _ in slime], expected)
         self.assertEqual(metric(self.server, "execverify_rewards_total"), 2 * len(labels))
 
+    def test_the_thin_client_takes_trl_completions_and_gives_trl_reward(self):
+        rows = load_rows()[:40]
+        truths = [r["label"] for r in rows]
+        plain = [r["reference"] if i % 2 else "<answer>\nNone\n</answer>" for i, r in enumerate(rows)]
+        chat = [[{"role": "assistant", "content": [{"type": "text", "text": c}]}] for c in plain]
+        client = RewardClient("http://%s:%d/" % (self.server.host, self.server.port))
+        expected = reward.trl_reward(prompts=[""] * len(rows), completions=plain, ground_truth=truths)
+        self.assertEqual(client(prompts=[""] * len(rows), completions=plain, ground_truth=truths,
+                                completion_ids=[[1]] * len(rows), trainer_state=None), expected)
+        self.assertEqual(client(completions=chat, ground_truth=truths), expected)
+        self.assertEqual(set(expected), {0.0, 2.0})
+
     def test_malformed_requests_get_clear_4xx_and_the_server_keeps_serving(self):
         label = load_rows()[0]["label"]
         cases = [
@@ -269,6 +282,9 @@ class Limits(unittest.TestCase):
                                                                          "label": label})
             self.assertEqual((status, body["error"]["code"]), (503, "busy"))
             self.assertEqual(resp.getheader("Retry-After"), "1")
+            # The thin client waits Retry-After and tries again until a worker is free.
+            client = RewardClient("http://%s:%d" % (server.host, server.port))
+            self.assertEqual(client(completions=[load_rows()[0]["reference"]], ground_truth=[label]), [2.0])
             t.join()
             self.assertEqual(results["slow"][0], 200)
             self.assertEqual(results["slow"][1]["reward"], 0.0)  # the hanging answer is wrong, nothing crashed
