@@ -160,9 +160,10 @@ def eval_literal(text: str):
                 raise ValueError("not a literal")
         elif not isinstance(node, _LITERAL_NODES):
             raise ValueError("not a literal")
-    if not any(isinstance(node, ast.Call) for node in ast.walk(tree)):
-        return ast.literal_eval(tree)
-    return eval(compile(tree, "<literal>", "eval"), {"__builtins__": {}}, dict(_SET_BUILDERS))
+    # Only the nodes above: evaluating them is what ast.literal_eval does, without
+    # its nested helper functions, a reference cycle left for the garbage
+    # collector that a test counting gc objects would see.
+    return eval(compile(tree, "<literal>", "eval", dont_inherit=True), {"__builtins__": {}}, dict(_SET_BUILDERS))
 
 
 def _signature(code):
@@ -372,13 +373,14 @@ def _state(obj, limit):
     first method call: the identities of its attributes, and their repr when
     they are all exact literal types (an in-place change of a list attribute)."""
     state = _instance_dict(obj)
-    if state is None:
-        return None
+    if state is None or any(type(k) is not str for k in state):
+        return None  # hashing another key type could run its code
     ids = tuple((k, id(v)) for k, v in dict.items(state))
     return ids, repr(state) if _plain(state, limit, 0) is None else None
 
 
 _RECORDING_KINDS = ("call", "gencall", "method", "init", "touch")
+_PENDING_ANCHOR = -1  # never a frame's id
 
 
 def _method_kind(attr, code):
@@ -459,6 +461,25 @@ class _Construction:
         self.obj, self.cls, self.namespace, self.ctor, self.reason = obj, cls, namespace, ctor, reason
 
 
+class _OnReturn:
+    """A traced frame's local hook (settrace): finishes its call at its return.
+    An object, not a closure that returns itself: that would be a reference
+    cycle left behind for the garbage collector on every call."""
+
+    __slots__ = ("capture", "pending")
+
+    def __init__(self, capture, pending):
+        self.capture, self.pending = capture, pending
+
+    def __call__(self, frame, event, arg):
+        if event == "return" and _returned_normally(frame):
+            if self.pending.__class__ is _Construction:
+                self.capture._built(self.pending)
+            else:
+                self.capture._finish(self.pending, arg)
+        return self
+
+
 class _Tap:
     """An iterator over a generator that keeps what it yields; `yield from` a
     tap forwards send, throw and close to the generator as `yield from` it would."""
@@ -531,7 +552,11 @@ class CallCapture:
         self._per_function = Counter()
         self._begun = 0
         self._finished = 0
-        self._pending = {}  # id(frame) -> pending call, or [pending, yielded, frame] of a generator (monitoring)
+        # id(frame) -> pending call, or [pending, yielded, frame] of a generator (monitoring).
+        # The anchor keeps the dict tracked by the garbage collector: a gc.collect()
+        # untracks an empty dict, and the next call would track it again (a test
+        # counting gc objects would see one more).
+        self._pending = {_PENDING_ANCHOR: ([],)}
         self._generators = 0  # generator entries in _pending
         self._previous = None
         self._tool = None
@@ -544,7 +569,11 @@ class CallCapture:
         self._hook_installed = False
         self._running = False
         # methods
-        self._fresh = {}  # id(instance) -> [`Class(args)` or None, class, namespace, state, reason]
+        # id(instance) -> `Class(args)`, or NUL + why not; and -> hash of (class, namespace, state).
+        # Strings and ints only: a test counting gc objects (sortedcontainers'
+        # test_ref_counts) sees no new one left behind by a construction.
+        self._fresh = {}
+        self._fresh_state = {}
         self._misses = Counter()  # slot index or id(code) -> method calls that gave no record / constructions
         self._given_up = set()  # slot indexes of methods no longer followed
         self._class_codes = {}  # id(module globals) -> (globals, {id(code): (qualname, kind, function)})
@@ -746,8 +775,21 @@ class CallCapture:
         if len(self._fresh) >= _MAX_FRESH:
             for key in list(self._fresh)[:_MAX_FRESH // 2]:
                 del self._fresh[key]
+                self._fresh_state.pop(key, None)
         c = construction
-        self._fresh[id(c.obj)] = [c.ctor, c.cls, c.namespace, _state(c.obj, self.container_limit) if c.ctor else None, c.reason]
+        key = id(c.obj)
+        self._fresh[key] = c.ctor if c.ctor is not None else "\0" + c.reason
+        self._fresh_state[key] = self._state_key(c.obj, c.cls, c.namespace) if c.ctor is not None else 0
+
+    def _state_key(self, obj, cls, namespace) -> int:
+        return hash((id(cls), id(namespace), _state(obj, self.container_limit)))
+
+    def _unfresh(self, obj) -> None:
+        """A dunder ran on the instance: it may have changed, it is fresh no more."""
+        if self._fresh:
+            key = id(obj)
+            if self._fresh.pop(key, None) is not None:
+                self._fresh_state.pop(key, None)
 
     def _begin_method(self, info, line, positional, keywords, namespace, resolves):
         """The pending call `Class(args).method(args)` (as `_begin`'s), None, or
@@ -762,6 +804,7 @@ class CallCapture:
         """
         obj = positional[0]
         fresh = self._fresh.pop(id(obj), None) if self._fresh else None
+        expected = self._fresh_state.pop(id(obj), None) if fresh is not None else None
         if self._per_function[info] >= self.per_function:
             self._fn_drop("per_function_cap", "%s:%s" % info)
             return None
@@ -770,14 +813,14 @@ class CallCapture:
         if not resolves(_lookup(cls, method)):
             self.drops["method_overridden"] += 1  # reached through super() or Base.method(obj)
             return _MISS
-        if fresh is not None and fresh[1] is cls and fresh[2] is namespace:
-            if fresh[0] is None:
-                self.drops[fresh[4]] += 1
+        if fresh is not None:
+            if fresh[:1] == "\0":
+                self.drops[fresh[1:]] += 1  # its constructor's arguments could not be written down
                 return _MISS
-            if _state(obj, self.container_limit) != fresh[3]:
+            if self._state_key(obj, cls, namespace) != expected:
                 self.drops["instance_changed"] += 1  # changed from outside between construction and call
                 return _MISS
-            instance = fresh[0]
+            instance = fresh
         else:
             instance = self._dataclass_instance(obj, cls, namespace) or _bare_instance(obj, cls, namespace)
             if instance is None:
@@ -835,7 +878,7 @@ class CallCapture:
                 return None
             return self._begin_init(obj, positional[1:], keywords, namespace)
         if info[2] == "touch":
-            self._fresh.pop(id(obj), None)
+            self._unfresh(obj)
             return _MISS
         return self._begin_method(info[:2], code.co_firstlineno, positional, keywords, namespace, resolves)
 
@@ -1005,7 +1048,7 @@ class CallCapture:
                 return None  # a base class's __init__ called by the instance's own
             return self._begin_init(obj, positional[1:], keywords.items(), fn.__globals__)
         if kind == "touch":
-            self._fresh.pop(id(positional[0]), None)
+            self._unfresh(positional[0])
             pending = _MISS
         else:
             pending = self._begin_method(slot[3], slot[1].co_firstlineno, positional, keywords.items(), fn.__globals__,
@@ -1089,16 +1132,7 @@ class CallCapture:
         if pending is None:
             return None
         frame.f_trace_lines = False
-
-        def on_event(frame, event, arg):
-            if event == "return" and _returned_normally(frame):
-                if pending.__class__ is _Construction:
-                    self._built(pending)
-                else:
-                    self._finish(pending, arg)
-            return on_event
-
-        return on_event
+        return _OnReturn(self, pending)
 
     # -- sys.monitoring backend (Python 3.12+) ------------------------------
     def _start_monitoring(self) -> None:
@@ -1182,7 +1216,7 @@ class CallCapture:
         return None
 
     def _mon_yield(self, code, offset, value):
-        entry = self._pending.get(id(sys._getframe(1))) if self._pending else None
+        entry = self._pending.get(id(sys._getframe(1))) if len(self._pending) > 1 else None
         if entry is None or entry.__class__ is not list:
             if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple:
                 return sys.monitoring.DISABLE
@@ -1195,7 +1229,7 @@ class CallCapture:
         return None
 
     def _mon_return(self, code, offset, value):
-        if not self._pending:
+        if len(self._pending) == 1:
             return sys.monitoring.DISABLE if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple else None
         pending = self._pending.pop(id(sys._getframe(1)), None)
         if pending is None:
@@ -1214,7 +1248,7 @@ class CallCapture:
         return None
 
     def _mon_unwind(self, code, offset, exc):
-        if self._pending:
+        if len(self._pending) > 1:
             pending = self._pending.pop(id(sys._getframe(1)), None)
             if pending.__class__ is list:
                 self._generators -= 1

@@ -574,7 +574,7 @@ class InvisibleCaptureTest(unittest.TestCase):
                 run_harvest("capture", "--root", root, "--out", out, "--backend", backend)
                 lines = read_jsonl(out)
                 summary = lines[-1]
-                self.assertEqual((summary["testsRun"], summary["testFailures"]), (5, 0), backend)
+                self.assertEqual((summary["testsRun"], summary["testFailures"]), (6, 0), backend)
                 self.assertEqual([c["entry"] for c in lines if c["kind"] == "call"], ["plain(1, 2)"], backend)
                 self.assertEqual(summary["drops"].get("args_not_literal"), 3, backend)
                 # span(1, 3) returns a Span whose own __repr__ the test counts: refused, never run.

@@ -128,5 +128,5 @@ def test_every_backend_leaves_the_projects_tests_as_they_are(tmp_path):
     backends = ["trampoline", "settrace"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
     for backend in backends:
         calls, summary = capture(tmp_path / backend, "repr-consumes", "--backend", backend, "--runner", "pytest")
-        assert (summary["testsRun"], summary["testFailures"]) == (5, 0), backend
+        assert (summary["testsRun"], summary["testFailures"]) == (6, 0), backend
         assert [c["entry"] for c in calls] == ["plain(1, 2)"]
