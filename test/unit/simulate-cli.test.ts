@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { parseProblems, type Problem } from '../../src/engine/simulate/problem';
+import { ProgressLog, readProgress, settingsOf } from '../../src/engine/simulate/progress';
 import { SimulateReportSchema, type SimulateReport } from '../../src/engine/simulate/report';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
 
@@ -112,15 +113,24 @@ before(async () => {
 });
 after(async () => server.close());
 
+/** Runs the CLI; `stopWhen` aborts it (as Ctrl-C does) once stderr shows that text. */
 async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  return cliStopping(undefined, ...argv);
+}
+
+async function cliStopping(stopWhen: string | undefined, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
+  const controller = new AbortController();
   let out = '';
   let err = '';
   stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
+  stderr.on('data', (c) => {
+    err += c;
+    if (stopWhen && err.includes(stopWhen)) controller.abort();
+  });
   const env = { ...process.env, EXECVERIFY_BASE_URL: '', EXECVERIFY_MODEL: '' };
-  const code = await main(argv, { stdout, stderr, env, cwd: dir, signal: new AbortController().signal });
+  const code = await main(argv, { stdout, stderr, env, cwd: dir, signal: controller.signal });
   return { code, out, err };
 }
 
@@ -257,4 +267,52 @@ test('a problem whose expected value is not a value is reported, the others stil
   );
   assert.equal(report.errors.length, 1);
   assert.match(report.errors[0]!.message, /public test 0: expected undefined_name is not a Python value/);
+});
+
+test('a killed run resumes: finished problems are not asked or run again, and the report is the same', async () => {
+  const args = ['simulate', '--problems', 'three.jsonl', '--out', 'resumed', '--base-url', server.url, '--model', 'test-model', '--no-cache'];
+  const killed = await cliStopping('simulate: 2/3', ...args);
+  assert.equal(killed.code, 130, killed.err);
+  assert.match(killed.err, /execverify simulate: cancelled/);
+  const before = server.requests.length;
+  const again = await cli(...args);
+  assert.equal(again.code, 0, again.err);
+  assert.match(again.err, /simulate: resuming, 2 of 3 problems already done/);
+  assert.equal(server.requests.length - before, 4); // only triangle's 4 candidates × 1 public test
+  const fresh = await cli(
+    'simulate',
+    '--problems',
+    'three.jsonl',
+    '--out',
+    'fresh',
+    '--base-url',
+    server.url,
+    '--model',
+    'test-model',
+    '--no-cache',
+    '--quiet',
+  );
+  assert.equal(fresh.code, 0, fresh.err);
+  assert.deepEqual(readReport('resumed'), readReport('fresh'));
+  // Other settings do not reuse the progress.
+  const other = await cli(...args, '--k', '2');
+  assert.match(other.err, /progress\.jsonl is from a run with other settings: starting over/);
+  assert.equal(readReport('resumed').k, 2);
+});
+
+test('a progress line a kill cut short is dropped, and the file is written anew without it', () => {
+  const file = join(dir, 'torn.jsonl');
+  const settings = settingsOf('x', { k: null, turns: 0, provider: 'baseline', templates: [] });
+  const report = readReport('fresh');
+  const log = new ProgressLog(file, settings);
+  log.add({ problem: report.problems[0]! });
+  log.add({ error: { problem: 'p2', message: 'bad' } });
+  log.close();
+  writeFileSync(file, readFileSync(file, 'utf8') + '{"problem": {"id": "trian');
+  const { done, stale } = readProgress(file, settings);
+  assert.equal(stale, false);
+  assert.deepEqual([...done.keys()], [report.problems[0]!.id, 'p2']);
+  new ProgressLog(file, settings, done.values()).close();
+  assert.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3);
+  assert.equal(readProgress(file, { ...settings, k: 3 }).stale, true);
 });

@@ -15,7 +15,8 @@ import { ModelProvider, type Provider } from '../../engine/model/provider';
 import { resolvePython } from '../../engine/python';
 import { ProblemFileError, parseProblems } from '../../engine/simulate/problem';
 import { renderReportMarkdown, SimulateReportSchema } from '../../engine/simulate/report';
-import { simulate } from '../../engine/simulate/simulate';
+import { ProgressLog, readProgress, settingsOf } from '../../engine/simulate/progress';
+import { simulate, templatesOf } from '../../engine/simulate/simulate';
 import { modelSource } from '../../engine/synthesize/source';
 import { TracerPool } from '../../engine/trace/runner';
 import { CONNECT_HINT } from './ask';
@@ -110,6 +111,14 @@ export const simulateCommand: Command = {
 
     const out = path.resolve(io.cwd, values.out);
     mkdirSync(out, { recursive: true });
+    // A killed run resumes: the problems its progress file holds are not asked or run again.
+    const fixer = provider instanceof ModelProvider ? modelSource(provider.client) : undefined;
+    const settings = settingsOf(text, { k: k ?? null, turns: fixer ? turns : 0, provider: provider.info.label, templates: templatesOf(fixer ? turns : 0) });
+    const progressFile = path.join(out, 'progress.jsonl');
+    const { done: resumed, stale } = readProgress(progressFile, settings);
+    if (stale) io.stderr.write(`simulate: ${path.join(values.out, 'progress.jsonl')} is from a run with other settings: starting over\n`);
+    else if (resumed.size) io.stderr.write(`simulate: resuming, ${resumed.size} of ${problems.length} problems already done\n`);
+    const log = new ProgressLog(progressFile, settings, resumed.values());
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
     const pool = new TracerPool({ python, env: io.env, ...(jobs ? { size: jobs } : {}) });
     try {
@@ -120,11 +129,12 @@ export const simulateCommand: Command = {
           pool,
           signal: io.signal,
           // Fixed programs are written by the model; the baseline writes none.
-          ...(provider instanceof ModelProvider ? { fixer: modelSource(provider.client) } : {}),
+          ...(fixer ? { fixer } : {}),
+          onFinished: (finished) => log.add(finished),
           onProblem: values.quiet ? undefined : (done, total, id) => io.stderr.write(`simulate: ${done}/${total} ${id}\n`),
         },
         problems,
-        { ...(k !== undefined ? { k } : {}), turns, problemsFile: values.problems },
+        { ...(k !== undefined ? { k } : {}), turns, problemsFile: values.problems, resumed },
       );
       SimulateReportSchema.parse(report); // what is written is what readers validate
       writeAtomic(path.join(out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
@@ -152,6 +162,7 @@ export const simulateCommand: Command = {
       }
       throw err;
     } finally {
+      log.close();
       provider.close();
       await pool.close();
     }

@@ -9,7 +9,7 @@ import { runPrograms } from './real';
 import { SIMULATE_REPORT_VERSION, type CandidateReport, type ProblemReport, type SimulateReport } from './report';
 import { select, summarize } from './select';
 import { FUNCTION_TEMPLATE, SCRIPT_TEMPLATE } from './templates';
-import { fixCandidate, summarizeFixing } from './fix';
+import { FIX_PROMPT_VERSION, fixCandidate, summarizeFixing } from './fix';
 import { expectedTruths, predictPrograms, type SimulateDeps } from './predict';
 
 export type { SimulateDeps } from './predict';
@@ -66,20 +66,43 @@ export async function simulateProblem(deps: SimulateDeps, problem: Problem, opti
 }
 
 /** The whole run: every problem (one failing problem is reported, the others still count), then the summary. */
-export async function simulate(deps: SimulateDeps, problems: readonly Problem[], options: SimulateOptions = {}): Promise<SimulateReport> {
+/** What became of one problem: its report, or why it could not be simulated. */
+export type Finished = { problem: ProblemReport } | { error: { problem: string; message: string } };
+
+/**
+ * The whole run: every problem (one failing problem is reported, the others
+ * still count), then the summary. Problems in `resumed` (a killed run's
+ * progress) are taken as they are; each newly finished one goes to `onFinished`.
+ */
+export async function simulate(
+  deps: SimulateDeps & { onFinished?: (finished: Finished) => void },
+  problems: readonly Problem[],
+  options: SimulateOptions & { resumed?: ReadonlyMap<string, Finished> } = {},
+): Promise<SimulateReport> {
   const done: ProblemReport[] = [];
   const errors: SimulateReport['errors'] = [];
   for (const [i, problem] of problems.entries()) {
     if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('cancelled');
-    try {
-      done.push(await simulateProblem(deps, problem, options));
-    } catch (err) {
-      if (deps.signal?.aborted) throw err;
-      errors.push({ problem: problem.id, message: err instanceof Error ? err.message : String(err) });
+    let finished = options.resumed?.get(problem.id);
+    if (!finished) {
+      try {
+        finished = { problem: await simulateProblem(deps, problem, options) };
+      } catch (err) {
+        if (deps.signal?.aborted) throw err;
+        finished = { error: { problem: problem.id, message: err instanceof Error ? err.message : String(err) } };
+      }
+      deps.onFinished?.(finished);
     }
+    if ('problem' in finished) done.push(finished.problem);
+    else errors.push(finished.error);
     deps.onProblem?.(i + 1, problems.length, problem.id);
   }
   return buildReport(deps.provider, done, errors, options, deps.fixer ? (options.turns ?? 0) : 0);
+}
+
+/** The templates whose prompts a report's predictions come from (`name@version`, the fix prompt last when fixing). */
+export function templatesOf(turns: number): string[] {
+  return [...[FUNCTION_TEMPLATE, SCRIPT_TEMPLATE].map((t) => `${t.name}@${t.version}`), ...(turns > 0 ? [FIX_PROMPT_VERSION] : [])];
 }
 
 /** The report of simulated problems; `turns`: the fixing turns that ran (0: no fixing). */
@@ -96,7 +119,7 @@ export function buildReport(
   return {
     schema: SIMULATE_REPORT_VERSION,
     provider: { kind: provider.info.kind, label: provider.info.label },
-    templates: [FUNCTION_TEMPLATE, SCRIPT_TEMPLATE].map((t) => `${t.name}@${t.version}`),
+    templates: templatesOf(turns),
     problems_file: options.problemsFile ?? '',
     k: options.k ?? null,
     turns,
