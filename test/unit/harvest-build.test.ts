@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
+import { execFileSync } from 'node:child_process';
 import { main } from '../../src/cli/main';
 import { readStore } from '../../src/engine/dataset/store';
 import { resolvePython } from '../../src/engine/python';
@@ -18,7 +19,7 @@ import { entryFunction } from '../../src/engine/questions/generate';
 const python = resolvePython(undefined, process.env);
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'harvest');
 
-async function harvestFixture(name: string) {
+async function harvestFixture(name: string, inspect?: (out: string) => void) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `execverify-${name}-`));
   const project = path.join(tmp, name);
   fs.cpSync(path.join(FIXTURES, name), project, { recursive: true });
@@ -45,7 +46,11 @@ async function harvestFixture(name: string) {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { kind: string; reason?: string; function: string });
-  fs.rmSync(tmp, { recursive: true, force: true });
+  try {
+    inspect?.(out);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
   assert.deepEqual(samplesThatDoNotReproduce(python, records), [], `${name}: every stored sample re-runs standalone`);
   const builtFunctions = [...new Set(built.filter((b) => b.kind === 'sample').map((b) => b.function))].sort();
   return { report, records, drops, builtFunctions, buildDrops: built.filter((b) => b.kind === 'drop') };
@@ -185,7 +190,16 @@ test('the entry frame of a method or generator sample is the function the sample
 });
 
 test('methods: Class(args).method(args) from fresh instances, the class cut out, never a changed instance', async () => {
-  const { records, report, drops } = await harvestFixture('methods');
+  let checked = '';
+  const { records, report, drops } = await harvestFixture('methods', (out) => {
+    // check:samples re-runs every method sample, under its own seed and three more.
+    checked = execFileSync(python, ['-m', 'execverify.check_samples', out], {
+      env: { ...process.env, PYTHONPATH: path.join(__dirname, '..', '..', 'python-tracer') },
+      encoding: 'utf8',
+    });
+  });
+  const n = records.length;
+  assert.match(checked, new RegExp(`${n} samples, ${n} re-run equal, ${n} stable under 3 hash seeds`));
   const byEntry = new Map(records.map((r) => [r.entry, r]));
   const entries = [...byEntry.keys()].sort();
   for (const e of [
