@@ -32,29 +32,43 @@ class Run:
         self.locals: List[Dict[str, Any]] = []
         cur: Dict[int, Dict[str, Any]] = {}
         self.frame_steps: Dict[int, List[int]] = {}
-        self.frame_fn: Dict[int, str] = {}
+        self.position: List[int] = []  # step i is frame_steps[its frame][position[i]]
+        self.runs: Dict[int, List[int]] = {}  # line of file 0 -> its line events, in order
         for i, s in enumerate(self.steps):
             loc = cur.setdefault(s["frame"], {})
             loc.update(s.get("set") or {})
             for k in s.get("del") or []:
                 loc.pop(k, None)
             self.locals.append(dict(loc))
-            self.frame_steps.setdefault(s["frame"], []).append(i)
-            self.frame_fn.setdefault(s["frame"], s["fn"])
+            steps = self.frame_steps.setdefault(s["frame"], [])
+            self.position.append(len(steps))
+            steps.append(i)
+            if s["event"] == "line" and s["file"] == 0:
+                self.runs.setdefault(s["line"], []).append(i)
         try:
             self.tree: Optional[ast.AST] = ast.parse(self.source)
-        except SyntaxError:
+        except (SyntaxError, ValueError):
             self.tree = None
+        self._by_line: Optional[Dict[int, List[ast.stmt]]] = None
 
     def line_runs(self, line: int) -> List[int]:
         """Step indices of the line events of `line` (file 0), in run order."""
-        return [i for i, s in enumerate(self.steps) if s["event"] == "line" and s["line"] == line and s["file"] == 0]
+        return self.runs.get(line, [])
 
     def after(self, i: int) -> Optional[int]:
         """The next event of step i's frame (SEMANTICS §2: the state after the line)."""
         steps = self.frame_steps[self.steps[i]["frame"]]
-        k = steps.index(i)
-        return steps[k + 1] if k + 1 < len(steps) else None
+        k = self.position[i] + 1
+        return steps[k] if k < len(steps) else None
+
+    def prev_line(self, i: int) -> Optional[int]:
+        """The line of the last line event of step i's frame before it (None: the first)."""
+        steps = self.frame_steps[self.steps[i]["frame"]]
+        for k in range(self.position[i] - 1, -1, -1):
+            s = self.steps[steps[k]]
+            if s["event"] == "line":
+                return s["line"]
+        return None
 
     def next_line(self, i: int) -> Optional[int]:
         """The line of the next event of step i's frame when it is a line event (else None)."""
@@ -62,12 +76,15 @@ class Run:
         return self.steps[j]["line"] if j is not None and self.steps[j]["event"] == "line" else None
 
     def statement(self, line: int, kinds) -> Optional[ast.AST]:
+        """The first statement of one of `kinds` that starts on `line`."""
         if self.tree is None:
             return None
-        for node in ast.walk(self.tree):
-            if isinstance(node, kinds) and getattr(node, "lineno", None) == line:
-                return node
-        return None
+        if self._by_line is None:
+            self._by_line = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.stmt):
+                    self._by_line.setdefault(node.lineno, []).append(node)
+        return next((n for n in self._by_line.get(line, []) if isinstance(n, kinds)), None)
 
 
 # -- claims ---------------------------------------------------------------------
@@ -98,6 +115,9 @@ _PATTERNS = [
     ("print", re.compile(r"^(?:it|the program|the script|the function|the call) prints " + _VAL + r"$", re.I)),
     ("output", re.compile(r"^the (?:printed )?output is " + _VAL + r"$", re.I)),
 ]
+
+# A longer narration is checked up to here (`cut` in the result): a hostile response cannot stall a trainer.
+MAX_NARRATION_CHARS = 200_000
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])|\n+")
 
@@ -251,9 +271,7 @@ def _check_loop(run: Run, claim):
     hi = getattr(node, "end_lineno", None) or lo
     entries = iterations = 0
     for i in run.line_runs(claim["line"]):
-        steps = run.frame_steps[run.steps[i]["frame"]]
-        k = steps.index(i)
-        prev = next((run.steps[s]["line"] for s in reversed(steps[:k]) if run.steps[s]["event"] == "line"), None)
+        prev = run.prev_line(i)
         if prev is None or not lo <= prev <= hi:
             entries += 1
         if run.next_line(i) == first:
@@ -331,6 +349,9 @@ def check_narration(text: str, trace: Dict[str, Any]) -> Dict[str, Any]:
     text with each false sentence marked."""
     run = Run(trace)
     claims = []
+    cut = isinstance(text, str) and len(text) > MAX_NARRATION_CHARS
+    if cut:
+        text = text[:MAX_NARRATION_CHARS]
     for claim in extract_claims(text if isinstance(text, str) else ""):
         try:
             claims.append(_CHECKS[claim["kind"]](run, claim))
@@ -344,7 +365,7 @@ def check_narration(text: str, trace: Dict[str, Any]) -> Dict[str, Any]:
             note = " [false: the run says %s]" % c["truth"] if c.get("truth") is not None else " [false: %s]" % c["reason"]
             marked = marked.replace(c["sentence"], c["sentence"] + note, 1)
     verdict = "rejected" if false else ("verified" if true else "unchecked")
-    return {"verdict": verdict, "true": true, "false": false,
+    return {"verdict": verdict, "true": true, "false": false, "cut": cut,
             "unverifiable": sum(1 for c in claims if c["verdict"] == "unverifiable"),
             "claims": claims, "marked": marked}
 
@@ -364,10 +385,7 @@ def render_narration(trace: Dict[str, Any]) -> str:
     narration checks as verified against its own trace."""
     run = Run(trace)
     seen: Dict[int, int] = {}
-    totals: Dict[int, int] = {}
-    for s in run.steps:
-        if s["event"] == "line" and s["file"] == 0:
-            totals[s["line"]] = totals.get(s["line"], 0) + 1
+    totals = {line: len(steps) for line, steps in run.runs.items()}
     out: List[str] = []
     for i, s in enumerate(run.steps):
         if s["event"] != "line" or s["file"] != 0:
@@ -472,7 +490,8 @@ def main(argv=None) -> int:
         except (ValueError, KeyError, TypeError):
             raise SystemExit("execverify.narration: %s:%d: expected {trace, narration?}" % (a.inp, n)) from None
         text = item.get("narration") or render_narration(trace)
-        if check_narration(text, trace)["verdict"] == "verified":
+        checked = check_narration(text, trace)
+        if checked["verdict"] == "verified" and not checked["cut"]:  # every sentence of an exported one was checked
             records.append(sharegpt_record(trace, text))
         else:
             skipped += 1

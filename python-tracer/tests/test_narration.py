@@ -105,6 +105,12 @@ class HandWrittenNarrations(unittest.TestCase):
         self.assertEqual(narration.check_narration("The function adds up the even numbers.", trace_f())["verdict"], "unchecked")
         self.assertEqual(narration.check_narration(None, trace_f())["verdict"], "unchecked")
 
+    def test_a_narration_past_the_cap_is_checked_up_to_it_and_says_so(self):
+        text = "After line 2, `total` is `0`. " * (narration.MAX_NARRATION_CHARS // 20)
+        result = narration.check_narration(text, trace_f())
+        self.assertTrue(result["cut"])
+        self.assertLessEqual(result["true"], narration.MAX_NARRATION_CHARS // 29 + 1)
+
     def test_values_are_compared_by_the_judge(self):
         t = tracer.trace({"source": "def g():\n    x = {1, 2}\n    y = 0.1 + 0.2\n    s = 'hi'\n    return x\n",
                           "entry": {"kind": "call", "expr": "g()"}})
@@ -152,7 +158,8 @@ class ShareGPTExport(unittest.TestCase):
         rows = [{"trace": t},  # the template's narration: verified
                 {"trace": t, "narration": "After line 2, `total` is `0`. `f` returns `6`."},
                 {"trace": t, "narration": "`f` returns `7`."},  # false
-                {"trace": t, "narration": "It sums things."}]  # nothing checkable
+                {"trace": t, "narration": "It sums things."},  # nothing checkable
+                {"trace": t, "narration": "`f` returns `6`. " * (narration.MAX_NARRATION_CHARS // 10)}]  # past the cap
         with tempfile.TemporaryDirectory() as d:
             inp, out = os.path.join(d, "in.jsonl"), os.path.join(d, "sft.json")
             with open(inp, "w") as fh:
