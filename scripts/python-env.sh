@@ -19,7 +19,7 @@ done
 [ -d /opt/wheels ] && idx+=(--find-links /opt/wheels)
 # The second index lacks most packages; pip says so once per package — noise, not news.
 .venv/bin/pip install -q --disable-pip-version-check "${idx[@]}" -r python-tracer/requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-.venv/bin/python -c "import pytest, pyarrow, datasets, trl, torch" || { echo "python-env: the venv is incomplete (see pip output above)" >&2; exit 1; }
+.venv/bin/python -c "import pytest, pyarrow, datasets, trl, torch, ray" || { echo "python-env: the venv is incomplete (see pip output above)" >&2; exit 1; }
 .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e python-tracer >/dev/null
 
 # pytest for every interpreter of scripts/pythons.sh. The mirror's pytest (8.4.2,

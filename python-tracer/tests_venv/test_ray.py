@@ -20,9 +20,13 @@ import time
 
 import pytest
 
-ray = pytest.importorskip("ray", reason='Ray is an extra: pip install "ray[data]" (scripts/python-env.sh installs it)')
+try:
+    import ray
+except ImportError:  # a broken venv fails here, loudly: these tests are never skipped
+    raise ImportError('Ray is missing from the venv: pip install "ray[data]" (scripts/python-env.sh installs it '
+                      "from python-tracer/requirements-dev.txt)") from None
 
-from execverify import ray_harvest, ray_reward, reward  # noqa: E402
+from execverify import ray_harvest, ray_reward, reward
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(REPO, "test", "fixtures", "harvest")
