@@ -44,6 +44,7 @@ from . import reward, worker_client
 from .errors import WorkerError
 
 TOKEN_ENV = "EXECVERIFY_REWARD_TOKEN"
+ALLOW_UNISOLATED_ENV = "EXECVERIFY_ALLOW_UNISOLATED"
 MIN_TOKEN_LEN = 16
 DEFAULT_PORT = 5000  # OpenRLHF's examples use http://host:5000/get_reward
 DEFAULT_MAX_BODY = 16 << 20
@@ -319,6 +320,10 @@ class Handler(BaseHTTPRequestHandler):
             except (WorkerError, OSError, EOFError) as e:
                 status = 502
                 self._send_error(HttpError(502, "judge_failed", "the judge worker failed: %s" % str(e)[:300]))
+            except Exception as e:  # noqa: B902 - a bug here answers 500, it never drops the connection silently
+                status = 500
+                self.close_connection = True
+                self._send_error(HttpError(500, "internal", "%s: %s" % (type(e).__name__, str(e)[:300])))
         finally:
             with srv.lock:
                 srv.in_flight -= 1
@@ -575,7 +580,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     judges = Judges(args.workers, queue)
     try:
         pong = judges.start()
-        mechanism = (pong.get("isolation") or {}).get("mechanism")
+        iso = pong.get("isolation") or {}
+        mechanism = iso.get("mechanism")
+        if not iso.get("isolated") and os.environ.get(ALLOW_UNISOLATED_ENV) != "1":
+            # compute_score refuses to run expression answers without the sandbox; so does the server.
+            judges.close()
+            sys.stderr.write("serve-reward: the judge workers run without an OS sandbox (%s), and model answers "
+                             "would run in them. Install bubblewrap, or set %s=1 to serve anyway.\n"
+                             % (iso.get("reason") or "unknown reason", ALLOW_UNISOLATED_ENV))
+            return 1
         server = RewardServer(args.host, args.port, judges, token, args.max_body, args.max_batch,
                               args.max_connections, args.quiet, mechanism)
     except (OSError, WorkerError) as e:

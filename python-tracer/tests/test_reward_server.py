@@ -307,6 +307,19 @@ class Auth(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn(b"at least 16", proc.stderr)
 
+    def test_without_an_os_sandbox_the_server_refuses_unless_allowed(self):
+        e = dict(os.environ, PYTHONPATH=ROOT, EXECVERIFY_SANDBOX="off")
+        e.pop("EXECVERIFY_ALLOW_UNISOLATED", None)
+        proc = subprocess.run([sys.executable, "-m", "execverify.reward_server", "--port", "0", "--workers", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, timeout=60)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"without an OS sandbox", proc.stderr)
+        server = Server("--workers", "1", env={"EXECVERIFY_SANDBOX": "off", "EXECVERIFY_ALLOW_UNISOLATED": "1"})
+        try:
+            self.assertEqual(server.info["isolation"], "none")
+        finally:
+            server.stop()
+
     def test_bearer_token_is_required_compared_and_never_logged(self):
         server = Server("--host", "0.0.0.0", env={"EXECVERIFY_REWARD_TOKEN": TOKEN})
         try:
