@@ -22,7 +22,7 @@ def tag_items(description):
 
 
 class Ledger:
-    """Methods are not harvested (their input includes `self`)."""
+    """A method of a fresh instance is harvested as `Ledger().record(...)`."""
 
     def __init__(self):
         self.entries = []
