@@ -14,6 +14,7 @@ import { resolvePython } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
 import { loadReval, probesOf, revalJob } from '../../src/engine/eval/reval';
 import { revalPrompt } from '../../src/engine/eval/reval-ask';
+import { ReportSchema } from '../../src/engine/report';
 import { startOpenAIServer } from '../support/openai-server';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'reval');
@@ -218,7 +219,7 @@ test('online: the test server scripted as a model of known accuracy gets exactly
   });
   try {
     const dir = mkdtempSync(join(tmpdir(), 'ev-reval-online-'));
-    const args = ['--base-url', server.url, '--model', 'test-model', '--cache-dir', 'cache', '--out', 'online.json'];
+    const args = ['--base-url', server.url, '--model', 'test-model', '--cache-dir', 'cache', '--out', 'online.json', '--report', 'report'];
     const r = await run(args, dir);
     assert.equal(r.code, 0, r.stderr);
     // One request per distinct prompt; a repeated one may be asked again when both are in flight at once.
@@ -232,6 +233,20 @@ test('online: the test server scripted as a model of known accuracy gets exactly
       assert.equal(mine.filter((k) => verdicts[k]!.correct).length, expected, task);
       assert.match(r.stdout, new RegExp(`${task}${task === 'coverage' ? ' acc' : ''} ${((100 * expected) / mine.length).toFixed(2).replace('.', '\\.')} `));
     }
+    // The report shows the same accuracy per task, and a trace beside it for each worst example.
+    const report = ReportSchema.parse(JSON.parse(readFileSync(join(dir, 'report', 'report.json'), 'utf8')));
+    const perTask = report.groups.find((g) => g.name.startsWith('Accuracy per task (well-defined'))!;
+    for (const row of perTask.rows) {
+      const mine = keys.filter((k) => taskOf(k) === row.label);
+      assert.deepEqual([row.n, row.correct], [mine.length, mine.filter((k) => rightKeys.has(k)).length], row.label);
+    }
+    assert.ok(report.examples.length > 0);
+    for (const e of report.examples) {
+      assert.equal(rightKeys.has(e.id), false, `${e.id} is a right answer`);
+      const trace = JSON.parse(readFileSync(join(dir, 'report', e.trace!), 'utf8')) as { schema: string };
+      assert.equal(trace.schema, 'execverify.trace/1');
+    }
+    assert.match(readFileSync(join(dir, 'report', 'report.html'), 'utf8'), /<title>REval: model /);
     // The raw answers are kept beside the verdicts, in the --generations format.
     const gens = JSON.parse(readFileSync(join(dir, 'online.generations.json'), 'utf8')) as Record<string, string>;
     assert.deepEqual(Object.keys(gens).sort(), keys);

@@ -12,6 +12,9 @@ import { resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
 import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
+import { revalReport } from '../../engine/eval/reval-report';
+import { writeReport } from '../../engine/report';
+import type { Trace } from '../../engine/trace/schema';
 import { Progress } from '../../engine/eval/progress';
 import { formatRunStats } from '../../engine/model/accounting';
 import { BaselineProvider } from '../../engine/model/baseline';
@@ -79,7 +82,7 @@ export const evalCommand: Command = {
     'execverify eval cruxeval --data cruxeval.jsonl --generations generations.json --mode output|input ' +
     '[--out scored.json] [--workers N] [--timeout-s 3] [--python PATH]\n' +
     '       execverify eval reval --data REVAL_CHECKOUT [--generations FILE | --base-url URL --model NAME | --baseline] ' +
-    '[--mode reval|strict] [--cot] [--out verdicts.json] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
+    '[--mode reval|strict] [--cot] [--out verdicts.json] [--report DIR] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
     '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]',
   options: {
     data: { type: 'string' },
@@ -92,6 +95,7 @@ export const evalCommand: Command = {
     cot: { type: 'boolean' },
     limit: { type: 'string' },
     'write-reference': { type: 'string' },
+    report: { type: 'string' },
     'base-url': { type: 'string' },
     model: { type: 'string' },
     api: { type: 'string' },
@@ -258,6 +262,8 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
   const pool = new TracerPool({ python, size: workers, env: io.env });
   const judge = new JudgeClient(pool);
   let scored: ScoredProbe[] = [];
+  const traceOf = new Map<string, Trace>(); // <task_id>/<input_idx> → its trace, for the report's replay links
+  let label = 'generations';
   try {
     const pairs = programs.flatMap((p) => p.tasks.map((pair) => ({ p, pair })));
     io.stderr.write(`reval: tracing ${pairs.length} inputs of ${programs.length} programs\n`);
@@ -267,6 +273,12 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
       io.signal,
     );
     const probes: RevalProbe[] = pairs.flatMap(({ p, pair }, i) => probesOf(p, pair, traces[i]!));
+    pairs.forEach(({ p, pair }, i) => {
+      const t = traces[i]!;
+      if (!(t instanceof Error)) traceOf.set(`${p.data.task_id}/${pair.input_idx}`, t);
+    });
+    if (typeof values.generations === 'string') label = path.basename(values.generations);
+    else if (reference) label = 'reference answers';
     if (reference) {
       await writeAtomic(reference, JSON.stringify(Object.fromEntries(probes.map((p) => [p.key, p.reference])), null, 1) + '\n');
       io.stdout.write(`reference answers for ${probes.length} probes written to ${reference}\n`);
@@ -278,7 +290,8 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
         const { p, pair } = byKey.get(`${probe.taskId}/${probe.inputIdx}`)!;
         return { probe, prompt: revalPrompt(p, pair, probe, values.cot === true) };
       });
-      io.stdout.write(`provider: ${provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`}\n`);
+      label = provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`;
+      io.stdout.write(`provider: ${label}\n`);
       const progress = new Progress({ label: 'reval: asked', total: asks.length, write: (l) => io.stderr.write(`${l}\n`) });
       const asked = await askReval(provider, asks, { signal: io.signal, onAnswered: () => progress.tick() });
       answers = asked.answers;
@@ -323,6 +336,17 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
     const body = Object.fromEntries(scored.map((s) => [s.key, { ...s.verdict, defined: s.defined, ...(s.why ? { why: s.why } : {}) }]));
     await writeAtomic(out, JSON.stringify(body, null, 0) + '\n');
     io.stdout.write(`verdicts written to ${out}\n`);
+  }
+  if (typeof values.report === 'string') {
+    const dir = path.resolve(io.cwd, values.report);
+    const { report, traces } = revalReport(scored, {
+      title: `REval: ${label}`,
+      subtitle: `${mode === 'reval' ? "REval's rules" : 'our rules (strict)'}${values.cot === true ? ', chain of thought' : ', direct prompts'} · ${programs.length} programs`,
+      created: new Date().toISOString(),
+      traces: traceOf,
+    });
+    const written = await writeReport(dir, report, { traces });
+    io.stdout.write(`report written to ${written.html} (and report.md, report.json, ${traces.size} traces)\n`);
   }
   return 0;
 }

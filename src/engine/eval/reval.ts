@@ -151,6 +151,10 @@ export interface RevalProbe {
   truth: Record<string, unknown>;
   /** The answer a perfect model writes in REval's format (REval's own for output). */
   reference: string;
+  /** A HumanEval function or a ClassEval class. */
+  program: 'function' | 'class';
+  /** How long the input's run was (REval states): the report's difficulty. */
+  states?: number;
 }
 
 /** REval's answers to one input: the completed test (ClassEval's inputs are that) or the assertion with the recorded output. */
@@ -174,11 +178,17 @@ const wrap = (s: string) => `[ANSWER]\n${s}\n[/ANSWER]`;
 export function probesOf(p: RevalProgram, pair: RevalTaskRow['tasks'][number], trace: Trace | Error): RevalProbe[] {
   const code = p.data.code;
   const lines = code.split('\n');
-  const where = { taskId: p.data.task_id, idx: p.idx, inputIdx: pair.input_idx };
+  const where: { taskId: string; idx: number; inputIdx: number; program: 'function' | 'class'; states?: number } = {
+    taskId: p.data.task_id,
+    idx: p.idx,
+    inputIdx: pair.input_idx,
+    program: p.data.test === null ? 'function' : 'class',
+  };
   const out: RevalProbe[] = [];
   let truths: ProbeTruth[];
   let value: Value | undefined;
   let ran = false;
+  let length: number | undefined;
   if (trace instanceof Error) {
     truths = pair.task.map(() => ({ covered: false, next: [-1], values: null, defined: false, why: `not traced: ${trace.message}` }));
   } else {
@@ -191,10 +201,12 @@ export function probesOf(p: RevalProgram, pair: RevalTaskRow['tasks'][number], t
       maxLine = lines.length;
     }
     const states = revalStates(d, from, maxLine);
+    length = states.length;
     truths = pair.task.map((t) => probeTruth(trace, d, states, t.lineno, t.var));
     ran = trace.outcome.kind === 'returned';
     if (trace.outcome.kind === 'returned' && p.data.test === null) value = trace.outcome.value;
   }
+  if (length !== undefined) Object.assign(where, { states: length });
   pair.task.forEach((t, i) => {
     const truth = truths[i]!;
     const base = { ...where, probe: i, line: t.lineno, variable: t.var, defined: truth.defined, ...(truth.why ? { why: truth.why } : {}) };
