@@ -73,6 +73,11 @@ test('the pool traces stdin jobs in a batch, each with its own input', async () 
     const traces = await pool.traceMany(inputs.map((stdin) => ({ source, entry: { kind: 'script' as const, args: [] }, stdin })));
     const printed = traces.map((t) => (t instanceof TracerError ? t.message : t.stdout.text));
     assert.deepEqual(printed, ["['a', 'b']\n", '[]\n', "['x', 'y', 'z']\n", "['é', '€']\n"]);
+    // Larger than a pipe's buffer, through the worker's own job path (the fork server's children too).
+    const lines = Array.from({ length: 200_000 }, (_x, i) => `${i}\n`).join('');
+    const [big] = await pool.traceMany([{ source: 'import sys\nprint(sum(map(int, sys.stdin)))\n', entry: { kind: 'script', args: [] }, stdin: lines }]);
+    assert.ok(!(big instanceof TracerError), String(big));
+    assert.equal(big.stdout.text, `${(199_999 * 200_000) / 2}\n`);
     const huge = await pool.traceMany([{ source, entry: { kind: 'script', args: [] }, stdin: 'x'.repeat(9 * 1024 * 1024) }]);
     assert.ok(huge[0] instanceof TracerError);
     assert.equal(huge[0].code, 'bad_entry');
