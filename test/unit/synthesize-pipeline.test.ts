@@ -22,6 +22,7 @@ import { readAnswers, synthesize, workFiles, type SynthDrop } from '../../src/en
 import { buildSynthesisReport } from '../../src/engine/synthesize/report';
 import { modelSource } from '../../src/engine/synthesize/source';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+import { GOOD, programAnswers, specIndex, type ScriptedProgram } from '../fixtures/synthesize/programs';
 
 const template = BUILTIN_TEMPLATES.find((t) => t.name === 'execverify')!;
 const constraints = loadConstraints();
@@ -30,56 +31,8 @@ const tracerDir = pythonTracerDir();
 const evil = path.join(os.tmpdir(), `execverify-synth-evil-${process.pid}`);
 const forked = path.join(os.tmpdir(), `execverify-synth-forked-${process.pid}`);
 
-const answer = (code: string, calls: string[], prose = 'Here it is.') => `${prose}\n\n\`\`\`python\n${code}\`\`\`\n\n\`\`\`\n${calls.join('\n')}\n\`\`\`\n`;
-
-const GOOD = 'def odd_sum(xs):\n    total = 0\n    for x in xs:\n        if x % 2:\n            total += x\n    return total\n';
-// The same program with other names: a near-duplicate for the same arguments.
-const RENAMED = 'def odd_total(values):\n    acc = 0\n    for v in values:\n        if v % 2:\n            acc += v\n    return acc\n';
-const TWO =
-  'def clean(s):\n    return s.strip().lower()\n\ndef words(text):\n    out = []\n    for w in clean(text).split(","):\n        if w:\n            out.append(w)\n    return out\n';
-
-/** The answer of spec i: what each kind of program looks like to the pipeline. */
-const PROGRAMS: { text: string; expect: Record<string, string> | 'kept' }[] = [
-  { text: answer(GOOD, ['odd_sum([1, 2, 3])', 'odd_sum([])']), expect: 'kept' },
-  { text: answer(TWO, ["words(' A,b,,C ')"]), expect: 'kept' },
-  { text: 'I cannot write that program.', expect: { parse: 'no_program' } },
-  { text: answer('def f(x)\n    return x\n', ['f(1)']), expect: { analyse: 'syntax' } },
-  { text: answer(GOOD, ['odd_sum([1])']) + answer(TWO, ["words('a')"]), expect: { parse: 'conflicting_programs' } },
-  { text: answer('def spin(n):\n    while True:\n        n += 1\n', ['spin(1)']), expect: { trace: 'limit_steps|limit_wall_time|limit_cpu_time' } },
-  {
-    text: answer(`def leak(s):\n    with open(${JSON.stringify(evil)}, "w") as f:\n        f.write(s)\n    return s\n`, ["leak('x')"]),
-    expect: { trace: 'raised' },
-  },
-  {
-    text: answer('import socket\n\ndef call_home(port):\n    s = socket.socket()\n    s.connect(("127.0.0.1", port))\n    return 1\n', ['call_home(__PORT__)']),
-    expect: { trace: 'raised' },
-  },
-  {
-    text: answer(`import os\n\ndef spawn(n):\n    if os.fork() == 0:\n        open(${JSON.stringify(forked)}, "w").close()\n    return n\n`, ['spawn(1)']),
-    expect: { trace: 'limit_fork' },
-  },
-  { text: answer('import random\n\ndef roll(n):\n    return random.randint(1, 10 ** 9) + n\n', ['roll(1)']), expect: { determinism: 'nondeterministic' } },
-  { text: answer('import time\n\ndef now(n):\n    return time.time() + n\n', ['now(1)']), expect: { determinism: 'nondeterministic' } },
-  {
-    text: answer('def uniq(words):\n    return list(set(words))\n', ["uniq(['pear', 'apple', 'fig', 'kiwi', 'plum', 'lime', 'date'])"]),
-    expect: { determinism: 'nondeterministic' },
-  },
-  { text: answer(GOOD, ['odd_sum([1, 2, 3])']), expect: { dedup: 'duplicate' } },
-  { text: answer(RENAMED, ['odd_total([1, 2, 3])']), expect: { dedup: 'near_duplicate' } },
-  { text: answer('def make(n):\n    return object()\n', ['make(1)']), expect: { trace: 'non_literal_result' } },
-  { text: answer('import numpy\n\ndef arr(n):\n    return n\n', ['arr(1)']), expect: { analyse: 'forbidden_import' } },
-  { text: answer('def f(x):\n    return x\n', ['g(1)']), expect: { analyse: 'no_entry' } },
-  { text: answer('def f(x):\n    return x\n', ['f(y)']), expect: { analyse: 'non_literal_input' } },
-];
 /** A step limit the endless loop reaches in a fraction of a second (the wall-time limit stays as it is). */
 const LIMITS = { steps: 200_000 };
-const SPEC_RE = /Program (s\d+-\d+):/;
-
-function specIndex(body: Record<string, unknown> | undefined): number | undefined {
-  const messages = (body?.messages ?? []) as { content: string }[];
-  const m = SPEC_RE.exec(messages.at(-1)?.content ?? '');
-  return m ? Number(m[1]!.split('-')[1]) : undefined;
-}
 
 let server: OpenAIServer;
 let judgePool: TracerPool;
@@ -88,8 +41,9 @@ let root: string;
 let listener: net.Server;
 let connections = 0;
 let port = 0;
-/** Spec i's answer, with the listener's port in it. */
-const programText = (i: number) => (PROGRAMS[i]?.text ?? 'no program').replace('__PORT__', String(port));
+let PROGRAMS: ScriptedProgram[] = [];
+/** Spec i's answer. */
+const programText = (i: number) => PROGRAMS[i]?.text ?? 'no program';
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-test-'));
   listener = net.createServer((socket) => {
@@ -98,6 +52,7 @@ before(async () => {
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   port = (listener.address() as net.AddressInfo).port;
+  PROGRAMS = programAnswers({ evil, forked, port });
   judgePool = new TracerPool({ size: 2 });
   server = await startOpenAIServer({
     script: (req) => {
@@ -116,7 +71,7 @@ after(async () => {
   await new Promise((resolve) => listener.close(resolve));
 });
 
-const specs = sampleSpecs(constraints, { count: PROGRAMS.length, seed: 0 });
+const specs = sampleSpecs(constraints, { count: programAnswers({ evil, forked, port: 0 }).length, seed: 0 });
 
 async function runOnline(out: string, extra: { limit?: number; mutate?: number } = {}) {
   const client = new ModelClient({ baseURL: server.url, model: 'm', retries: 0 });
