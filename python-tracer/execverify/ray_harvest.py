@@ -20,7 +20,8 @@ harvest fails is reported (exit status 1) and the others are kept.
 Projects may be given as directories, or as one file listing a directory per
 line (# comments). On a cluster every node must see the project directories
 at the same paths (shared storage) and have node and ExecVerify installed;
-DIR is written by the driver only. See docs/scale.md.
+DIR is written by the driver only, which holds DIR/samples.lock (the lock of
+the TypeScript store) for the whole run. See docs/scale.md.
 """
 from __future__ import annotations
 
@@ -157,6 +158,46 @@ def merge(out: str, names: Sequence[str]) -> Dict[str, int]:
     return {"samples": len(lines), "added": len(lines) - before, "duplicates_skipped": skipped}
 
 
+# ------------------------------------------------------------ the store's lock
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+
+
+def take_lock(out: str) -> str:
+    """DIR/samples.lock, as the TypeScript store takes it (an O_EXCL file holding
+    our pid): one writer per store, a local harvest or this driver. A dead
+    holder's lock is taken over; a live one's stops the run before any work."""
+    lock = os.path.join(out, "samples.lock")
+    for _ in range(50):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                with open(lock) as fh:
+                    text = fh.read().strip()
+            except FileNotFoundError:
+                continue
+            holder = int(text) if text.isdigit() else 0
+            if holder and holder != os.getpid() and _alive(holder):
+                raise SystemExit("another process (pid %d) is writing to %s; wait for it to finish or use another "
+                                 "--out (remove %s only if pid %d is not a harvest)" % (holder, out, lock, holder)) from None
+            if not holder and time.time() - os.stat(lock).st_mtime < 10:
+                raise SystemExit("%s is being opened by another process right now; wait for it to finish" % out) from None
+            os.unlink(lock)  # stale: its writer is gone
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return lock
+    raise SystemExit("could not take %s" % lock)
+
+
 # ------------------------------------------------------------ the driver
 
 def read_projects(given: Sequence[str]) -> List[str]:
@@ -170,13 +211,23 @@ def read_projects(given: Sequence[str]) -> List[str]:
 
 def run(projects: Sequence[str], out: str, flags: Sequence[str], address: Optional[str] = None,
         retries: int = 3, cli: Optional[Sequence[str]] = None, log: Any = sys.stderr) -> Dict[str, Any]:
-    import ray
-
+    """Harvest `projects` on Ray into the store `out` (holding its lock for the whole run)."""
     for p in projects:
         if not os.path.isdir(p):
             raise SystemExit("not a project directory: %s" % p)
     cli_argv, cwd = (list(cli), None) if cli else default_cli()
     os.makedirs(out, exist_ok=True)
+    lock = take_lock(out)
+    try:
+        return _run_locked(projects, out, flags, address, retries, cli_argv, cwd, log)
+    finally:
+        os.unlink(lock)
+
+
+def _run_locked(projects: Sequence[str], out: str, flags: Sequence[str], address: Optional[str], retries: int,
+                cli_argv: List[str], cwd: Optional[str], log: Any) -> Dict[str, Any]:
+    import ray
+
     names = [shard_name(i, p) for i, p in enumerate(projects)]
     todo = [i for i, n in enumerate(names) if not os.path.isdir(os.path.join(out, "shards", n))]
     started_here = False

@@ -128,6 +128,24 @@ def test_ray_harvest_gives_the_local_ids_when_a_worker_is_killed_mid_run(local_r
         assert fh.read() == before
 
 
+def test_a_store_another_writer_holds_is_refused_before_any_work(projects, tmp_path):
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "samples.lock").write_text(str(holder.pid))
+        with pytest.raises(SystemExit, match="pid %d" % holder.pid):
+            ray_harvest.run(projects, str(tmp_path), FLAGS)
+        assert not (tmp_path / "shards").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone: its stale lock is taken over (here by a run with nothing left to harvest).
+    (tmp_path / "shards").mkdir()
+    for i, p in enumerate(projects):
+        (tmp_path / "shards" / ray_harvest.shard_name(i, p)).mkdir()
+    assert ray_harvest.run(projects, str(tmp_path), FLAGS)["samples"] == 0
+    assert not (tmp_path / "samples.lock").exists()
+
+
 def test_a_file_listing_projects_is_read_relative_to_itself(projects, tmp_path):
     listing = tmp_path / "projects.txt"
     rel = [os.path.relpath(p, str(tmp_path)) for p in projects]
