@@ -316,3 +316,21 @@ test('a progress line a kill cut short is dropped, and the file is written anew 
   assert.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 3);
   assert.equal(readProgress(file, { ...settings, k: 3 }).stale, true);
 });
+
+test('a model server that refuses every request: each prediction records the error, the run still reports', async () => {
+  const refusing = await startOpenAIServer({
+    script: () => ({ status: 400, json: { error: { message: 'context too long', type: 'invalid_request_error' } } }),
+  });
+  try {
+    const r = await cli('simulate', '--problems', 'three.jsonl', '--out', 'refused', '--base-url', refusing.url, '--model', 'm', '--no-cache', '--quiet');
+    assert.equal(r.code, 0, r.err);
+    const report = readReport('refused');
+    assert.equal(report.summary.model_errors, 13);
+    const preds = report.problems.flatMap((p) => p.candidates.flatMap((c) => c.predictions));
+    assert.ok(preds.every((p) => p.error !== undefined && /context too long/.test(p.error) && !p.simulated_pass && p.answer === null));
+    assert.equal(report.summary.pass_at_1.simulated, report.summary.pass_at_1.random);
+    assert.match(r.out, /\(13 requests failed\)/);
+  } finally {
+    await refusing.close();
+  }
+});
