@@ -116,7 +116,7 @@ class Forkserver(object):
         self.pid = 0
         self.spares: List[Tuple[int, int, int]] = []  # (pid, job_w, msg_r), forked before any job
         self.exits: Dict[int, Tuple[int, _Usage]] = {}  # pid -> its exit, as the server reported it
-        self.forgotten: Set[int] = set()  # children whose exit no one waits for
+        self.ending: Set[int] = set()  # children killed whose exit is not reported yet
         self.asked = 0
 
     def start(self) -> None:
@@ -174,8 +174,8 @@ class Forkserver(object):
                 raise ServerGone("the fork server sent a child without its pipes")
             self.asked -= 1
             self.spares.append((pid, fds[0], fds[1]))
-        elif pid in self.forgotten:
-            self.forgotten.discard(pid)
+        elif pid in self.ending:
+            self.ending.discard(pid)
         else:
             self.exits[pid] = (status, _Usage(utime, stime, maxrss))
         return True
@@ -201,6 +201,10 @@ class Forkserver(object):
         on (`finish` collects it). Its wall time counts from now."""
         if limits.env is not None:
             raise ValueError("a pre-forked child gets the jobs' environment; limits.env is not supported")
+        # No job starts while an earlier one's child is still ending: what a
+        # job sees of the sandbox's processes does not change under it.
+        while self.ending:
+            self._receive()
         pid, job_w, msg_r = self.take()
         stdin = limits.stdin if limits.stdin is not None else b""
         head = JOB.pack(kind, limits.wall_ms, limits.cpu_ms, limits.memory_mb, limits.output_bytes, limits.file_bytes,
@@ -217,7 +221,8 @@ class Forkserver(object):
     def finish(self, job: "Running", on_message=None, enough=None) -> sandbox.Outcome:
         """The job's messages and how it ended. `enough(out)`: whether what
         the child sent says all the caller needs; then, once its pipe closed,
-        it is killed without waiting for its exit status (nor its rusage)."""
+        it is killed without waiting for its exit status (nor its rusage):
+        the server's report of it is awaited only before the next `begin`."""
         out = sandbox.Outcome()
         status = usage = None
         try:
@@ -227,7 +232,7 @@ class Forkserver(object):
             if enough is not None and enough(out):
                 sandbox._kill(job.pid, signal.SIGKILL)
                 if self.exits.pop(job.pid, None) is None:
-                    self.forgotten.add(job.pid)
+                    self.ending.add(job.pid)
             else:
                 status, usage = self._reaped(out, job.pid, job.deadline, job.limits)
         sandbox.ended(out, job.start, status, usage)

@@ -9,6 +9,7 @@ sandboxed child and assembles its Trace from what the child sent.
 from __future__ import annotations
 
 import builtins
+import marshal
 import os
 import sys
 from types import CodeType as _CodeType
@@ -382,12 +383,14 @@ def _run_fresh(params: dict):
     slimits = _limits_for(job.limits, params, job.stdin)
     server = prefork.server()
     if server is not None:
-        if job.source is not None and params.get("source") is None:
-            params = dict(params, source=job.source)  # read once, here
+        # The job as prepared here, its code compiled (marshal): compiling
+        # again in the child would copy some 150 of the server's pages.
+        payload = marshal.dumps((job.params, job.kind, job.source, job.filename, job.code, job.entry, job.cwd,
+                                 job.entry_code, job.display))
         # a finished trace says all the worker needs (the child's CPU time
         # inside it, its peak memory after it): then the fork server's report
         # of the child's exit is not waited for
-        out = server.finish(server.begin(TRACE_JOB, _json_dumps(params).encode(), slimits), enough=_finished)
+        out = server.finish(server.begin(TRACE_JOB, payload, slimits), enough=_finished)
     else:
         ensure_site()
         out = sandbox.run_isolated(lambda ctx: run_in_child(job, ctx), slimits)
@@ -404,10 +407,9 @@ def _finished(out) -> bool:
 
 
 def _child_job(ctx, payload: bytes) -> None:
-    """A trace job in a pre-forked child: the job as the worker sent it,
-    prepared again here (the worker's compiled code is not in this process)."""
+    """A trace job in a pre-forked child: the job as the worker prepared it."""
     try:
-        job = prepare(jsonc.loads(payload))
+        job = Job(*marshal.loads(payload))
     except JobError as e:
         ctx.send(BAD_JOB, _json_dumps({"code": e.code, "message": e.message}).encode())
         return
