@@ -10,6 +10,7 @@ import type { EngineClient } from './engine-client';
 import { registerOutput, type Log } from './log';
 import { registerPanel } from './panel';
 import { registerReplayBridge } from './replay';
+import { registerReportViewer } from './report';
 import { registerSecrets, type ApiKeyStore } from './secrets';
 import { scheduleSelfTest } from './selftest';
 import { registerStatusBar } from './statusbar';
@@ -29,6 +30,7 @@ export function activateExtension(context: vscode.ExtensionContext, startEngine:
   const replay = registerReplayBridge(context, { client, panel, log });
   registerReplayDebugger(context, { recorder: () => replay.recorder, onTrace: replay.onTrace });
   registerCommands(context, { client, trust, panel, status, replay, log });
+  registerReportViewer(context, { log });
   // Only a test build has the self-test (scripts/build.mjs --test, which test/e2e/run.sh uses):
   // in the shipped bundle this condition is false at build time and the self-test is left out.
   if (process.env.EXECVERIFY_TEST_BUILD === '1') scheduleSelfTest(context, { client });
