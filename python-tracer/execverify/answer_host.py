@@ -23,10 +23,12 @@ Wire (stdin → host, stdout ← host; big-endian):
 from __future__ import annotations
 
 import gc
+import marshal
 import os
 import select
 import struct
 import sys
+from types import CodeType
 from typing import Any, Dict
 
 from . import plain_value, prefork, protocol, sandbox
@@ -62,13 +64,14 @@ def _write_all(fd: int, data: bytes) -> None:
             continue
 
 
-def evaluate_in_child(ctx: sandbox.Context, code: str, expr: str) -> None:
-    """In the sandboxed child: define the code, evaluate the answer, send its value."""
+def evaluate_in_child(ctx: sandbox.Context, code: Any, expr: Any) -> None:
+    """In the sandboxed child: define the code, evaluate the answer, send its
+    value. `code` and `expr`: source, or compiled already (by the worker)."""
     ns = {"__name__": "__main__"}
     try:
         if code:
-            exec(compile(code, "<code>", "exec"), ns)
-        value = eval(compile(expr, "<answer>", "eval"), ns)
+            exec(code if isinstance(code, CodeType) else compile(code, "<code>", "exec"), ns)
+        value = eval(expr if isinstance(expr, CodeType) else compile(expr, "<answer>", "eval"), ns)
     except SyntaxError as e:
         ctx.send(protocol.RESULT, dumps({"syntax_error": str(e)[:200]}).encode())
         return
@@ -81,13 +84,14 @@ def evaluate_in_child(ctx: sandbox.Context, code: str, expr: str) -> None:
 
 
 # An answer's kind for the worker's fork server (prefork.py), whose children
-# evaluate answers where there is one (expr_eval): the payload is the request's.
+# evaluate answers where there is one (expr_eval): the payload is
+# marshal.dumps((code, expr)), each compiled by the worker or its source.
 ANSWER_JOB = b"A"
 
 
 def answer_job(ctx: sandbox.Context, payload: bytes) -> None:
-    req = loads(payload)
-    evaluate_in_child(ctx, str(req.get("code") or ""), str(req["expr"]))
+    code, expr = marshal.loads(payload)
+    evaluate_in_child(ctx, code, expr)
 
 
 prefork.register(ANSWER_JOB, answer_job)
