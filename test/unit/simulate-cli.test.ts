@@ -317,13 +317,14 @@ test('a progress line a kill cut short is dropped, and the file is written anew 
   assert.equal(readProgress(file, { ...settings, k: 3 }).stale, true);
 });
 
-test('a model server that refuses every request: each prediction records the error, the run still reports', async () => {
+test('a model server that refuses every request: each prediction records the error, the report is written, exit 1', async () => {
   const refusing = await startOpenAIServer({
     script: () => ({ status: 400, json: { error: { message: 'context too long', type: 'invalid_request_error' } } }),
   });
   try {
     const r = await cli('simulate', '--problems', 'three.jsonl', '--out', 'refused', '--base-url', refusing.url, '--model', 'm', '--no-cache', '--quiet');
-    assert.equal(r.code, 0, r.err);
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.err, /execverify simulate: every model request failed \(.*context too long.*\); the report holds the real runs only\n$/);
     const report = readReport('refused');
     assert.equal(report.summary.model_errors, 13);
     const preds = report.problems.flatMap((p) => p.candidates.flatMap((c) => c.predictions));

@@ -154,6 +154,11 @@ export const simulateCommand: Command = {
         io.stdout.write(`fixing after ${report.turns} turns: ${line('simulated')}; ${line('real')}\n`);
       }
       if (provider.info.kind === 'model') io.stdout.write(`model usage: ${formatRunStats(provider.stats())}\n`);
+      if (s.predictions > 0 && s.model_errors === s.predictions) {
+        const first = report.problems.flatMap((p) => p.candidates.flatMap((c) => c.predictions)).find((p) => p.error)?.error;
+        io.stderr.write(`execverify simulate: every model request failed (${first}); the report holds the real runs only\n`);
+        return 1;
+      }
       return report.errors.length === problems.length ? 1 : 0;
     } catch (err) {
       if (io.signal.aborted) {
