@@ -193,6 +193,19 @@ test('the batch round trip (requests → a results file → import) gives the on
   const sortDrops = (d: SynthDrop[]) => d.map((x) => `${x.candidate}:${x.reason}`).sort();
   assert.deepEqual(sortDrops(drops(offline)), sortDrops(drops(path.join(root, 'online'))));
   assert.equal(importSynthesisResults(offline, results, fromRequests).imported, 0, 'importing again adds nothing');
+  // The same through the CLI (default limits), to the same samples.
+  fs.writeFileSync(path.join(root, 'results.jsonl'), results);
+  const { main } = await import('../../src/cli/main');
+  let said = '';
+  const sink = { write: (t: string) => ((said += t), true) } as unknown as NodeJS.WritableStream;
+  const io = { stdout: sink, stderr: sink, env: process.env, cwd: root, signal: new AbortController().signal };
+  const code = await main(
+    ['synthesize', 'import', 'results.jsonl', '--requests', 'requests.jsonl', '--out', 'cli', '--model', 'm', '--k', '0', '--quiet', '--json'],
+    io,
+  );
+  assert.equal(code, 0, said);
+  assert.deepEqual(comparable(path.join(root, 'cli')), comparable(path.join(root, 'online')));
+  assert.ok(fs.existsSync(path.join(root, 'cli', 'report.md')));
 });
 
 test('a run stopped by --limit resumes without asking again, to the same dataset', async () => {

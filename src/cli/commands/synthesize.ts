@@ -102,7 +102,8 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
   const band = passBandOf(values['pass-band']);
   const maxTime = values['max-time'] === undefined ? undefined : Number(values['max-time']);
   if (maxTime !== undefined && !(maxTime > 0)) throw new UsageError(`--max-time needs a positive number of seconds, got '${String(values['max-time'])}'`);
-  const online = endpoint(values, io);
+  // An import's --model names the model of the request file; it is an endpoint (the reference) only with --base-url.
+  const online = imported && values['base-url'] === undefined && io.env.EXECVERIFY_BASE_URL === undefined ? undefined : endpoint(values, io);
   let specs: Spec[];
   if (imported) {
     if (typeof values.requests !== 'string') throw new UsageError('--requests REQUESTS.jsonl is required (the file `synthesize prompts` wrote)');

@@ -67,7 +67,7 @@ export async function mutateStore(
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
     return processor.counters;
   } finally {
-    processor.close();
+    await processor.close();
     store.close();
   }
 }

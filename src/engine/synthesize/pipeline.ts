@@ -136,15 +136,20 @@ export interface Candidate {
   seed: number;
 }
 
-interface Analysis {
-  problem: string | null;
-  message?: string;
-  functions?: string[];
-  forbidden?: string[];
-  astHash?: string;
-  nesting?: number;
-  calls?: { function: string | null; problem: string | null }[];
-}
+/** What synthesis.py's `synth_analyse` says of one program and its calls (the worker's answer is data: validated). */
+export const AnalysisSchema = z.object({
+  problem: z.string().nullable(),
+  message: z.string().optional(),
+  functions: z.array(z.string()).optional(),
+  imports: z.array(z.string()).optional(),
+  forbidden: z.array(z.string()).optional(),
+  astHash: z.string().optional(),
+  nesting: z.number().int().nonnegative().optional(),
+  calls: z.array(z.object({ function: z.string().nullable(), problem: z.string().nullable() })).optional(),
+});
+export type Analysis = z.infer<typeof AnalysisSchema>;
+const AnalyseResultSchema = z.object({ results: z.array(AnalysisSchema) });
+const MutateResultSchema = z.object({ results: z.array(z.object({ calls: z.array(z.string()) })) });
 
 /** Lines and branch edges (line → next line in the same frame) of the program's own frames. */
 export function coverageOf(trace: Trace): Set<string> {
@@ -261,12 +266,13 @@ export class CandidateProcessor {
   /** Static checks of programs and their calls (synthesis.py in the sandboxed worker). */
   async analyse(items: { code: string; calls: string[] }[]): Promise<Analysis[]> {
     if (items.length === 0) return [];
-    const res = (await this.tick('analyse', () => this.primary.request('synth_analyse', { items }, this.deps.signal))) as { results: Analysis[] };
+    const res = AnalyseResultSchema.parse(await this.tick('analyse', () => this.primary.request('synth_analyse', { items }, this.deps.signal)));
+    if (res.results.length !== items.length) throw new Error(`synth_analyse answered ${res.results.length} results for ${items.length} programs`);
     return res.results;
   }
 
   async mutations(call: string, seed: number, count: number): Promise<string[]> {
-    const res = (await this.primary.request('synth_mutate', { items: [{ call, seed, count }] }, this.deps.signal)) as { results: { calls: string[] }[] };
+    const res = MutateResultSchema.parse(await this.primary.request('synth_mutate', { items: [{ call, seed, count }] }, this.deps.signal));
     return res.results[0]?.calls ?? [];
   }
 
@@ -492,9 +498,9 @@ export class CandidateProcessor {
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.dropLog.close();
-    for (const t of this.tracers.values()) void t.close();
+    await Promise.all([...this.tracers.values()].map((t) => t.close()));
   }
 }
 
@@ -519,7 +525,7 @@ export async function synthesize(options: SynthesisOptions, deps: SynthesisDeps)
   try {
     return await synthesizeInto(processor, options, deps);
   } finally {
-    processor.close();
+    await processor.close();
     store.close();
   }
 }
