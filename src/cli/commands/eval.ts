@@ -12,6 +12,8 @@ import { resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
 import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
+import { askCruxeval } from '../../engine/eval/cruxeval';
+import { BUILTIN_TEMPLATES } from '../../engine/model/templates';
 import { revalReport } from '../../engine/eval/reval-report';
 import { writeReport } from '../../engine/report';
 import type { Trace } from '../../engine/trace/schema';
@@ -79,8 +81,8 @@ export const evalCommand: Command = {
   name: 'eval',
   summary: 'Score a benchmark: `eval cruxeval` (official CRUXEval rules, pass@1 / pass@5), `eval reval` (REval: coverage, state, path, output, consistency).',
   usage:
-    'execverify eval cruxeval --data cruxeval.jsonl --generations generations.json --mode output|input ' +
-    '[--out scored.json] [--workers N] [--timeout-s 3] [--python PATH]\n' +
+    'execverify eval cruxeval --data cruxeval.jsonl (--generations generations.json | --base-url URL --model NAME [--samples N] [--temperature T]) ' +
+    '--mode output|input [--out scored.json] [--limit N] [--workers N] [--timeout-s 3] [--python PATH]\n' +
     '       execverify eval reval --data REVAL_CHECKOUT [--generations FILE | --base-url URL --model NAME | --baseline] ' +
     '[--mode reval|strict] [--cot] [--out verdicts.json] [--report DIR] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
     '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]',
@@ -96,6 +98,7 @@ export const evalCommand: Command = {
     limit: { type: 'string' },
     'write-reference': { type: 'string' },
     report: { type: 'string' },
+    samples: { type: 'string' },
     'base-url': { type: 'string' },
     model: { type: 'string' },
     api: { type: 'string' },
@@ -112,21 +115,50 @@ export const evalCommand: Command = {
     const mode = values.mode;
     if (mode !== 'output' && mode !== 'input') throw new UsageError(`--mode must be output or input${mode === undefined ? '' : `, not '${String(mode)}'`}`);
     if (typeof values.data !== 'string') throw new UsageError('missing --data (the CRUXEval JSONL file)');
-    if (typeof values.generations !== 'string') throw new UsageError('missing --generations (a JSON object {"sample_N": [answers...]})');
+    const online = typeof values.generations !== 'string';
+    const provider = online ? providerFor(values, io) : undefined;
+    if (online && !provider)
+      throw new UsageError('missing --generations (a JSON object {"sample_N": [answers...]}), or a model to ask: --base-url URL --model NAME (or --baseline)');
+    const nSamples = positiveInt(values.samples, '--samples') ?? 1;
     const workers = values.workers === undefined ? Math.min(4, os.availableParallelism()) : Number(values.workers);
     if (!Number.isInteger(workers) || workers < 1) throw new UsageError(`--workers needs a positive integer, got '${String(values.workers)}'`);
     const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
     if (timeoutS !== undefined && !(timeoutS > 0)) throw new UsageError(`--timeout-s needs a positive number, got '${String(values['timeout-s'])}'`);
 
-    const rows = await readRows(path.resolve(io.cwd, values.data));
-    const genRaw = await readJson(path.resolve(io.cwd, values.generations), '--generations');
-    const gens = GenerationsSchema.safeParse(genRaw);
-    if (!gens.success) throw new UsageError('--generations must be a JSON object {"sample_N": ["answer", ...]} (lists of strings)');
+    let rows = await readRows(path.resolve(io.cwd, values.data));
+    const limit = positiveInt(values.limit, '--limit');
+    if (limit !== undefined) rows = rows.slice(0, limit);
+    let generations: Record<string, string[]>;
+    if (provider) {
+      // The official direct prompt (the built-in template), n samples each, read by the official post-processing.
+      const template = BUILTIN_TEMPLATES.find((t) => t.name === `cruxeval-${mode}`)!;
+      io.stdout.write(`provider: ${provider.info.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : `model ${provider.info.label}`}\n`);
+      const progress = new Progress({ label: `cruxeval ${mode}: asked`, total: rows.length, write: (l) => io.stderr.write(`${l}\n`) });
+      const asked = await askCruxeval(provider, rows, mode, template, { samples: nSamples, signal: io.signal, onAnswered: () => progress.tick() });
+      if (asked.failed.size) {
+        const [id, why] = [...asked.failed][0]!;
+        io.stderr.write(`warning: ${asked.failed.size} samples got no answer from the model (first: ${id}: ${why}); they count as wrong\n`);
+      }
+      io.stdout.write(`model calls: ${formatRunStats(provider.stats())}\n`);
+      generations = asked.generations;
+      const file = path.resolve(
+        io.cwd,
+        typeof values.out === 'string' ? values.out.replace(/(\.json)?$/, '.generations.json') : `cruxeval-${mode}.generations.json`,
+      );
+      await writeAtomic(file, JSON.stringify(generations) + '\n');
+      io.stdout.write(`generations written to ${file} (the official format; score them again with --generations)\n`);
+    } else {
+      const genRaw = await readJson(path.resolve(io.cwd, values.generations as string), '--generations');
+      const gens = GenerationsSchema.safeParse(genRaw);
+      if (!gens.success) throw new UsageError('--generations must be a JSON object {"sample_N": ["answer", ...]} (lists of strings)');
+      generations = gens.data;
+    }
+    const gens = { data: generations };
     const missing = rows.filter((r) => !(r.id in gens.data)).map((r) => r.id);
     if (missing.length)
       throw new UsageError(`--generations has no answers for ${missing.length} samples (first: ${missing[0]}); the official scorer needs every sample`);
     const known = new Set(rows.map((r) => r.id));
-    const extra = Object.keys(gens.data).filter((k) => !known.has(k));
+    const extra = limit === undefined ? Object.keys(gens.data).filter((k) => !known.has(k)) : [];
     if (extra.length) throw new UsageError(`--generations has ${extra.length} ids not in --data (first: ${extra[0]})`);
 
     const samples: CruxevalSample[] = rows.map((r) => ({ code: r.code, input: r.input, output: r.output, generations: gens.data[r.id]! }));
