@@ -92,6 +92,21 @@ test('the wall-time limit stops it too', async () => {
   assert.equal(dap.outcome.kind === 'limit' && dap.outcome.limit, 'wall_time');
 });
 
+test('cancelling ends the run and its debuggee', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ev-dap-cancel-'));
+  const file = path.join(dir, 'spin_until_cancelled.py');
+  writeFileSync(file, 'import time\n\n\ndef spin():\n    while True:\n        time.sleep(0.05)\n');
+  const controller = new AbortController();
+  const running = traceViaDebugpy({ path: file, expr: 'spin()', python: PYTHON, env: ENV, limits: LIMITS }, controller.signal);
+  setTimeout(() => controller.abort(), 3000);
+  await assert.rejects(running, (err: unknown) => err instanceof TracerError && err.code === 'cancelled');
+  // The debuggee (its command line names the file) is gone once the call has settled.
+  const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(file));
+  assert.deepEqual(left, []);
+});
+
 test('an interpreter without debugpy: the error says how to install it', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ev-nodebugpy-'));
   execFileSync('python3', ['-m', 'venv', '--without-pip', path.join(dir, 'venv')]);

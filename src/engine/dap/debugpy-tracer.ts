@@ -4,7 +4,7 @@
 // in-process tracer (trace/runner.ts) stays the road for datasets: this one
 // is ~100× slower, and exists so that ground truth can come through a
 // debugger (docs/live-debugging.md; parity in docs/trace-format.md).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
@@ -104,7 +104,12 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
   const entryLine = mark('# entry');
   const outcomeLine = mark('# outcome');
 
-  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { env: workerEnv(job.env, tracerDir, job.programEnv), stdio: ['pipe', 'pipe', 'pipe'] });
+  const adapter = spawn(python, ['-m', 'debugpy.adapter'], {
+    env: workerEnv(job.env, tracerDir, job.programEnv),
+    stdio: ['pipe', 'pipe', 'pipe'],
+    // Its own process group: stopProcessGroup ends the launcher and the debuggee with it.
+    detached: true,
+  });
   let adapterErr = '';
   adapter.stderr!.on('data', (d: Buffer) => (adapterErr = (adapterErr + d.toString('utf8')).slice(-4000)));
   const dap = new DapClient(adapter.stdout!, adapter.stdin!);
@@ -132,8 +137,28 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
   const suspended = new Map<string, OpenFrame>();
   let threadId = 1;
   const deadline = started + limits.wallTimeMs;
-  const onAbort = () => dap.fail(new Error('cancelled'));
+  const wallLimit: Outcome = { kind: 'limit', limit: 'wall_time', message: `stopped after ${limits.wallTimeMs} ms` };
+  // Cancelled, or out of time while the program runs between two stops: the
+  // debuggee is terminated at once, which ends every wait below.
+  let halted: 'cancelled' | 'wall_time' | undefined;
+  const halt = (why: 'cancelled' | 'wall_time') => {
+    if (halted) return;
+    halted = why;
+    // debugpy does not answer a step it was disconnected in the middle of: every wait ends here.
+    const end = () => dap.fail(new Error(why === 'cancelled' ? 'cancelled' : 'out of time'));
+    const grace = setTimeout(end, 2000);
+    void dap
+      .request('disconnect', { terminateDebuggee: true })
+      .catch(() => undefined)
+      .finally(() => {
+        clearTimeout(grace);
+        end();
+      });
+  };
+  const onAbort = () => halt('cancelled');
+  if (signal?.aborted) onAbort();
   signal?.addEventListener('abort', onAbort);
+  const timer = setTimeout(() => halt('wall_time'), limits.wallTimeMs);
 
   try {
     await dap.request('initialize', {
@@ -177,6 +202,7 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       stop = await Promise.race([next, ended]);
     }
     if (!stop) {
+      if (halted) throw new Error('halted'); // ends the try: nothing was recorded
       const syntax = /execverify\.dap_entry: syntax_error: (.*)/.exec(out.stderr);
       if (syntax) throw new TracerError('syntax_error', syntax[1]!);
       const why = (out.stderr || adapterErr).trim().slice(-2000);
@@ -192,12 +218,13 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
     // At the breakpoint on the entry call: step into it.
     let next = await step('stepIn');
     for (;;) {
+      if (halted) break;
       if (!next) {
         outcome = { kind: 'crashed', message: 'the program ended before the entry call returned', exitCode: null, signal: null };
         break;
       }
       if (performance.now() > deadline) {
-        outcome = { kind: 'limit', limit: 'wall_time', message: `stopped after ${limits.wallTimeMs} ms` };
+        outcome = wallLimit;
         break;
       }
       const view = await readStop(dap, threadId);
@@ -226,16 +253,21 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       next = await step('stepIn');
     }
   } catch (err) {
-    if (signal?.aborted) throw new TracerError('cancelled', 'cancelled');
-    if (err instanceof TracerError) throw err;
-    if (err instanceof DapError) throw new TracerError('worker_crashed', `debugpy: ${err.message}`);
-    throw err;
+    if (!halted) {
+      if (err instanceof TracerError) throw err;
+      if (err instanceof DapError) throw new TracerError('worker_crashed', `debugpy: ${err.message}`);
+      throw err;
+    }
+    // A request cut short by halt(): what was recorded before it stands.
   } finally {
+    clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
     await Promise.race([dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined), new Promise((r) => setTimeout(r, 2000))]);
-    adapter.kill();
+    await stopProcessGroup(adapter);
   }
 
+  if (halted === 'cancelled') throw new TracerError('cancelled', 'cancelled');
+  if (halted === 'wall_time') outcome = wallLimit;
   const trace = {
     schema: TRACE_SCHEMA_VERSION,
     python: {
@@ -390,6 +422,21 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       ...(yielded ? { yielded: true } : {}),
     });
   }
+}
+
+/**
+ * Ends the adapter and whatever it started (debugpy's launcher, the
+ * debuggee): they share the process group the adapter leads, so one signal
+ * to the group leaves nothing behind, even a launcher that would linger.
+ */
+async function stopProcessGroup(child: ChildProcess): Promise<void> {
+  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL'); // the group is gone already, or this platform has none
+  }
+  await exited;
 }
 
 /** Updates `known` to `now` and returns what changed, as a step's `set` / `del`. */
