@@ -13,6 +13,7 @@ import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
 import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
 import { askCruxeval } from '../../engine/eval/cruxeval';
+import { LcbRowSchema, lcbKey, lcbPass1, scoreLcb, type LcbRow } from '../../engine/eval/lcb';
 import { BUILTIN_TEMPLATES } from '../../engine/model/templates';
 import { revalReport } from '../../engine/eval/reval-report';
 import { writeReport } from '../../engine/report';
@@ -85,7 +86,8 @@ export const evalCommand: Command = {
     '--mode output|input [--out scored.json] [--limit N] [--workers N] [--timeout-s 3] [--python PATH]\n' +
     '       execverify eval reval --data REVAL_CHECKOUT [--generations FILE | --base-url URL --model NAME | --baseline] ' +
     '[--mode reval|strict] [--cot] [--out verdicts.json] [--report DIR] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
-    '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]',
+    '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]\n' +
+    '       execverify eval lcb-exec --data execution.jsonl --generations FILE [--cot] [--out scored.json] [--report DIR] [--limit N] [--workers N]',
   options: {
     data: { type: 'string' },
     generations: { type: 'string' },
@@ -110,8 +112,9 @@ export const evalCommand: Command = {
   },
   async run(values, positionals, io) {
     if (positionals.length === 1 && positionals[0] === 'reval') return runReval(values, io);
+    if (positionals.length === 1 && positionals[0] === 'lcb-exec') return runLcb(values, io);
     if (positionals[0] !== 'cruxeval' || positionals.length !== 1)
-      throw new UsageError('the benchmarks are cruxeval and reval: execverify eval cruxeval|reval ...');
+      throw new UsageError('the benchmarks are cruxeval, reval and lcb-exec: execverify eval cruxeval|reval|lcb-exec ...');
     const mode = values.mode;
     if (mode !== 'output' && mode !== 'input') throw new UsageError(`--mode must be output or input${mode === undefined ? '' : `, not '${String(mode)}'`}`);
     if (typeof values.data !== 'string') throw new UsageError('missing --data (the CRUXEval JSONL file)');
@@ -379,6 +382,108 @@ async function runReval(values: Record<string, unknown>, io: Parameters<Command[
     });
     const written = await writeReport(dir, report, { traces });
     io.stdout.write(`report written to ${written.html} (and report.md, report.json, ${traces.size} traces)\n`);
+  }
+  return 0;
+}
+
+/** LiveCodeBench execution rows: a JSON array, or JSON lines. */
+async function readLcbRows(file: string): Promise<LcbRow[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --data ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let raw: unknown[];
+  try {
+    raw = text.trimStart().startsWith('[')
+      ? (JSON.parse(text) as unknown[])
+      : text
+          .split('\n')
+          .filter((l) => l.trim())
+          .map((l) => JSON.parse(l) as unknown);
+  } catch (err) {
+    throw new UsageError(`--data ${file} is neither a JSON array nor JSON lines: ${(err as Error).message}`);
+  }
+  return raw.map((r, i) => {
+    const row = LcbRowSchema.safeParse(r);
+    if (!row.success)
+      throw new UsageError(
+        `--data ${file} row ${i + 1}: ${row.error.issues[0]!.path.join('.')}: ${row.error.issues[0]!.message} (expected code, input, output)`,
+      );
+    return row.data;
+  });
+}
+
+async function runLcb(values: Record<string, unknown>, io: Parameters<Command['run']>[2]): Promise<number> {
+  if (typeof values.data !== 'string')
+    throw new UsageError('missing --data (LiveCodeBench execution problems: JSON lines or an array of {id, code, input, output, difficulty})');
+  if (typeof values.generations !== 'string') throw new UsageError('missing --generations (a JSON object {"<id>": ["model output", ...]})');
+  const workers = positiveInt(values.workers, '--workers') ?? Math.min(4, os.availableParallelism());
+  const limit = positiveInt(values.limit, '--limit');
+  const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
+  if (timeoutS !== undefined && !(timeoutS > 0)) throw new UsageError(`--timeout-s needs a positive number, got '${String(values['timeout-s'])}'`);
+  let rows = await readLcbRows(path.resolve(io.cwd, values.data));
+  if (limit !== undefined) rows = rows.slice(0, limit);
+  const gens = GenerationsSchema.safeParse(await readJson(path.resolve(io.cwd, values.generations), '--generations'));
+  if (!gens.success) throw new UsageError('--generations must be a JSON object {"<id>": ["model output", ...]} (lists of strings)');
+  const missing = rows.map((r, i) => lcbKey(r, i)).filter((k) => !(k in gens.data));
+  if (missing.length) throw new UsageError(`--generations has no outputs for ${missing.length} problems (first: ${missing[0]})`);
+  const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+  const pool = new TracerPool({ python, size: workers, env: io.env });
+  let scored;
+  try {
+    scored = await scoreLcb(new JudgeClient(pool), rows, gens.data, { cot: values.cot === true, ...(timeoutS ? { timeoutS } : {}), signal: io.signal });
+  } finally {
+    await pool.close();
+  }
+  io.stdout.write(
+    `lcb-exec: ${scored.length} problems, ${scored.reduce((a, s) => a + s.answers.length, 0)} generations\npass@1: ${lcbPass1(scored).toFixed(2)}\n`,
+  );
+  const levels = [...new Set(scored.map((s) => s.row.difficulty ?? 'unknown'))];
+  const byLevel = levels.map((d) => {
+    const xs = scored.filter((s) => (s.row.difficulty ?? 'unknown') === d);
+    return {
+      label: d,
+      n: xs.reduce((a, s) => a + s.results.length, 0),
+      correct: xs.reduce((a, s) => a + s.results.filter(Boolean).length, 0),
+      pass1: lcbPass1(xs),
+    };
+  });
+  if (levels.length > 1 || levels[0] !== 'unknown') io.stdout.write(byLevel.map((l) => `  ${l.label}: pass@1 ${l.pass1.toFixed(2)}`).join('\n') + '\n');
+  if (typeof values.out === 'string') {
+    const out = path.resolve(io.cwd, values.out);
+    await writeAtomic(out, JSON.stringify(Object.fromEntries(scored.map((s) => [s.key, s.results]))) + '\n');
+    io.stdout.write(`verdicts written to ${out}\n`);
+  }
+  if (typeof values.report === 'string') {
+    const wrong = scored.flatMap((s) => s.answers.flatMap((a, j) => (s.perAnswer[j] === false ? [{ s, a }] : []))).slice(0, 24);
+    const written = await writeReport(path.resolve(io.cwd, values.report), {
+      schema: 'execverify.report/1',
+      title: `LiveCodeBench execution: ${path.basename(values.generations)}`,
+      subtitle: `LiveCodeBench's rules${values.cot === true ? ', chain of thought' : ''} · ${scored.length} problems`,
+      created: new Date().toISOString(),
+      metrics: [
+        { name: 'pass@1', value: lcbPass1(scored), unit: 'percent', n: scored.length },
+        ...byLevel.map((l) => ({ name: `pass@1, ${l.label}`, value: l.pass1, unit: 'percent' as const })),
+      ],
+      groups: [
+        {
+          name: 'Answers right by difficulty',
+          about: 'Answers that ran (those holding the input call are left out, as LiveCodeBench does).',
+          rows: byLevel.map(({ label, n, correct }) => ({ label, n, correct })),
+        },
+      ],
+      examples: wrong.map(({ s, a }) => ({
+        id: s.key,
+        group: s.row.difficulty ?? 'unknown',
+        question: `assert ${s.row.input} == ??`,
+        answer: a,
+        expected: s.row.output,
+        reason: 'assert_failed',
+      })),
+    });
+    io.stdout.write(`report written to ${written.html}\n`);
   }
   return 0;
 }
