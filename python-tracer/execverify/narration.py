@@ -17,6 +17,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
+from .errors import OpError
 from .judge import normalize_stdout, value_matches
 
 # -- the trace, decoded ---------------------------------------------------------
@@ -342,7 +343,7 @@ _CHECKS = {"state": _check_state, "branch": _check_branch, "loop": _check_loop, 
            "print": _check_print, "output": _check_print}
 
 
-def check_narration(text: str, trace: Dict[str, Any]) -> Dict[str, Any]:
+def check_narration(text: Any, trace: Dict[str, Any]) -> Dict[str, Any]:
     """Every checkable claim of `text` with its verdict against `trace`, the
     narration's verdict (`verified`: some claim true and none false;
     `rejected`: a claim is false; `unchecked`: nothing checkable), and the
@@ -396,7 +397,8 @@ def render_narration(trace: Dict[str, Any]) -> str:
         j = run.after(i)
         before, after = run.locals[i], (run.locals[j] if j is not None else {})
         changed = [(k, v) for k, v in after.items()
-                   if before.get(k, {}).get("repr") != v["repr"] and not v.get("truncated") and k.isidentifier()]
+                   if before.get(k, {}).get("repr") != v["repr"] and not v.get("truncated") and k.isidentifier()
+                   and v.get("type") not in ("module", "function", "type")]  # imports and definitions: no fact of the run
         for k, v in changed:
             if "`" not in v["repr"]:
                 out.append("After line %d%s, `%s` is `%s`." % (line, when, k, v["repr"]))
@@ -421,6 +423,26 @@ def render_narration(trace: Dict[str, Any]) -> str:
     if printed and not (trace.get("stdout") or {}).get("truncated") and "`" not in printed:
         out.append("The output is `%s`." % json.dumps(normalize_stdout(printed)))
     return "\n".join(out)
+
+
+# -- worker ops -----------------------------------------------------------------
+
+
+def _trace_param(params: Dict[str, Any]) -> Dict[str, Any]:
+    trace = params.get("trace")
+    if not isinstance(trace, dict) or not isinstance(trace.get("steps"), list):
+        raise OpError("bad_params", "a narration op needs trace: a Trace")
+    return trace
+
+
+def op_narration_check(params: Dict[str, Any]) -> Dict[str, Any]:
+    """{trace, narration} → check_narration's result."""
+    return check_narration(params.get("narration"), _trace_param(params))
+
+
+def op_narration_render(params: Dict[str, Any]) -> Dict[str, Any]:
+    """{trace} → {narration}: the template narrator's account of the run."""
+    return {"narration": render_narration(_trace_param(params))}
 
 
 # -- SFT export -----------------------------------------------------------------

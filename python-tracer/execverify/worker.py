@@ -83,6 +83,8 @@ OPS = {
 JUDGE_OPS = ("judge", "judge_batch", "eval_expr", "reward", "reward_batch", "cruxeval_score", "reval_score")
 # Synthesis's static checks and input mutation (execverify.synthesis), loaded on first use.
 SYNTH_OPS = ("synth_analyse", "synth_mutate", "codegen_task")
+# Narrations checked against a trace, and the template narrator (execverify.narration), loaded on first use.
+NARRATION_OPS = ("narration_check", "narration_render")
 
 
 # Ops that decide for themselves whether the job needs the user's site
@@ -104,6 +106,9 @@ def _register_optional_ops():
     from . import synthesis
     for name in SYNTH_OPS:
         OPS[name] = getattr(synthesis, "op_" + name)
+    from . import narration
+    for name in NARRATION_OPS:
+        OPS[name] = getattr(narration, "op_" + name)
 
 
 def handle(line: bytes) -> bytes:

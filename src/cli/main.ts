@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<Command>> = {
   synthesize: async () => (await import('./commands/synthesize')).synthesizeCommand,
   'serve-reward': async () => (await import('./commands/serve-reward')).serveRewardCommand,
   simulate: async () => (await import('./commands/simulate')).simulateCommand,
+  narrate: async () => (await import('./commands/narrate')).narrateCommand,
 };
 
 function help(): string {
