@@ -7,7 +7,9 @@ warm worker-sized process (the floor), then `sandbox.run_isolated` of a job
 that does nothing without and with the seccomp filter, the same job in a child
 the fork server forked ahead of it (prefork.py, as shipped), and one small
 trace both ways; with the page faults and CPU each costs this process (the
-worker) and its children. Means; the interpreter is the one running this file.
+worker) and its children; in 5 interleaved rounds, medians of the rounds (a
+change in load falls on every row alike). The interpreter is the one running
+this file.
 """
 from __future__ import annotations
 
@@ -106,24 +108,38 @@ def main() -> int:
     gc.freeze()
     lim = sandbox.Limits()
     noop = lambda: sandbox.run_isolated(lambda ctx: None, lim)  # noqa: E731
-    print("per job (mean of %d; faults and CPU: this process, the worker, per job)" % n_jobs)
-    floor = per_job(bare_fork, n_jobs)
-    install = seccomp.install
-    seccomp.install = lambda pid, writes: None
-    try:
-        without = per_job(noop, n_jobs)
-    finally:
-        seccomp.install = install
-    with_filter = per_job(noop, n_jobs)
     src = "def f(xs):\n    out = []\n    for x in xs:\n        out.append(x * 2)\n    return out\n"
     small = {"source": src, "entry": {"kind": "call", "expr": "f([1, 2, 3])"}}
-    traced = per_job(lambda: tracer.trace_bytes(small), n_jobs)
-    # the same through a fork server, as the worker runs them
+    trace = lambda: tracer.trace_bytes(small)  # noqa: E731
+    # the fork server as the worker has it (forked before any job, `site` in it)
     prefork.register(b"N", lambda ctx, payload: None)
-    prefork.start()
+    prefork.start(warm=tracer.ensure_site)
     srv = prefork.server()
-    served = per_job(lambda: srv.run(b"N", b"", lim), n_jobs)
-    served_trace = per_job(lambda: tracer.trace_bytes(small), n_jobs)
+    tracer.ensure_site()
+    install = seccomp.install
+
+    def unfiltered():
+        seccomp.install = lambda pid, writes: None
+        try:
+            noop()
+        finally:
+            seccomp.install = install
+
+    # (name, job, fork server or None); measured in interleaved rounds, so
+    # that a change in the machine's load falls on every row alike
+    cases = [("floor", bare_fork, None), ("without", unfiltered, None), ("with_filter", noop, None),
+             ("served", lambda: srv.run(b"N", b"", lim), srv), ("traced", trace, None), ("served_trace", trace, srv)]
+    rounds = 5
+    got = {name: [] for name, _, _ in cases}
+    for _ in range(rounds):
+        for name, fn, server in cases:
+            prefork._server = server
+            got[name].append(per_job(fn, max(1, n_jobs // rounds)))
+    prefork._server = srv
+    med = {name: tuple(statistics.median(r[k] for r in rows) for k in range(4)) for name, rows in got.items()}
+    floor, without, with_filter = med["floor"], med["without"], med["with_filter"]
+    served, traced, served_trace = med["served"], med["traced"], med["served_trace"]
+    print("per job (%d jobs each in %d interleaved rounds, medians of the rounds)" % (n_jobs // rounds * rounds, rounds))
     print("  %-42s %10s   %s  %s  %s" % ("", "wall", "worker faults", "worker CPU", "CPU, all processes"))
     row = "  %-42s %7.3f ms   %6.0f        %6.3f ms   %6.3f ms%s"
     print(row % (("fork + exit of the warm worker (floor)",) + floor + ("",)))

@@ -3,8 +3,11 @@
 `run_isolated(fn, limits)` forks the (already warm) worker, sets the child up
 and calls `fn(ctx)` there; the parent streams the child's messages back and
 enforces wall time. Nothing the child does can kill or corrupt the parent or
-another job (docs/security.md). The worker itself runs in the OS sandbox
-(isolation.py); this is the per-job layer:
+another job (docs/security.md). A worker's own jobs and answers run instead in
+children its fork server forked before they existed (prefork.py), through the
+same steps: child_detach before the job, child_limit, child_run, collect and
+ended. The worker itself runs in the OS sandbox (isolation.py); this is the
+per-job layer:
 
 - its own session and process group; not dumpable; stdin/stdout/stderr are
   /dev/null, every other inherited descriptor is closed, the message pipe
