@@ -179,10 +179,14 @@ test('the batch round trip (requests → a results file → import) gives the on
     .map((l) => JSON.stringify(l))
     .join('\n');
   const offline = path.join(root, 'offline');
-  const fromRequests = specsOfRequests(fs.readFileSync(requests, 'utf8'), constraints, { model: 'm' });
+  const fromRequests = specsOfRequests(fs.readFileSync(requests, 'utf8'), constraints, { model: 'm' }).specs;
   assert.deepEqual(fromRequests, specs, 'the request file gives the specs back');
   fs.mkdirSync(offline, { recursive: true });
-  const summary = importSynthesisResults(offline, results, fromRequests);
+  const summary = importSynthesisResults(
+    offline,
+    results,
+    fromRequests.map((x) => x.id),
+  );
   assert.equal(summary.imported, PROGRAMS.length);
   assert.deepEqual(summary.errors, []);
   await synthesize(
@@ -192,7 +196,15 @@ test('the batch round trip (requests → a results file → import) gives the on
   assert.deepEqual(comparable(offline), comparable(path.join(root, 'online')));
   const sortDrops = (d: SynthDrop[]) => d.map((x) => `${x.candidate}:${x.reason}`).sort();
   assert.deepEqual(sortDrops(drops(offline)), sortDrops(drops(path.join(root, 'online'))));
-  assert.equal(importSynthesisResults(offline, results, fromRequests).imported, 0, 'importing again adds nothing');
+  assert.equal(
+    importSynthesisResults(
+      offline,
+      results,
+      fromRequests.map((x) => x.id),
+    ).imported,
+    0,
+    'importing again adds nothing',
+  );
   // The same through the CLI (default limits), to the same samples.
   fs.writeFileSync(path.join(root, 'results.jsonl'), results);
   const { main } = await import('../../src/cli/main');

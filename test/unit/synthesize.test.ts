@@ -101,6 +101,8 @@ const BRANCHY = [
   "    return ','.join(out)",
   '',
 ].join('\n');
+// The second round's answer: two new calls, one already asked, one that is not literal.
+const INPUTS = 'More:\n```\nclassify([], 0)\nclassify([1, 9], 5)\nclassify([5], 5)\nclassify(x, 1)\n```\n';
 const ANSWER = `\`\`\`python\n${BRANCHY}\`\`\`\n\`\`\`\nclassify([5], 5)\n\`\`\`\n`;
 
 let server: OpenAIServer;
@@ -108,13 +110,103 @@ let pool: TracerPool;
 let root: string;
 before(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-mutate-'));
-  server = await startOpenAIServer({ script: () => ({ text: ANSWER }) });
+  server = await startOpenAIServer({
+    script: (req) => {
+      const content = ((req.body?.messages ?? []) as { content: string }[]).at(-1)?.content ?? '';
+      return { text: /^Program s\d+-\d+\.\d+\.inputs:/.test(content) ? INPUTS : ANSWER };
+    },
+  });
   pool = new TracerPool({ size: 1 });
 });
 after(async () => {
   await server.close();
   await pool.close();
   fs.rmSync(root, { recursive: true, force: true });
+});
+
+async function round(out: string, inputs: number) {
+  const client = new ModelClient({ baseURL: server.url, model: 'm', retries: 0 });
+  try {
+    return await synthesize(
+      { out, specs: sampleSpecs(constraints, { count: 1, seed: 0 }), constraints, inputs, concurrency: 1 },
+      {
+        python: resolvePython(undefined, process.env),
+        tracerDir: pythonTracerDir(),
+        env: process.env,
+        source: modelSource(client),
+        questioner: harvestAsking(BUILTIN_TEMPLATES.find((t) => t.name === 'execverify')!).questioner,
+      },
+    );
+  } finally {
+    client.close();
+  }
+}
+
+test('a second round asks the model for more calls of a kept program, online or through a batch file, to the same samples', async () => {
+  const online = path.join(root, 'inputs-online');
+  await round(online, 4);
+  const entries = (dir: string) =>
+    readStore(dir)
+      .items.map((r) => `${r.entry}${r.provenance.synthesis?.round === 2 ? ' (round 2)' : ''}`)
+      .sort();
+  assert.deepEqual(entries(online), ['classify([1, 9], 5) (round 2)', 'classify([5], 5)', 'classify([], 0) (round 2)']);
+  const drops = fs.readFileSync(path.join(online, 'drops.jsonl'), 'utf8');
+  assert.match(drops, /"reason":"non_literal_input"/);
+
+  // Round 1 online, round 2 through the CLI's batch road.
+  const offline = path.join(root, 'inputs-offline');
+  await round(offline, 0);
+  const { main } = await import('../../src/cli/main');
+  let said = '';
+  const sink = { write: (t: string) => ((said += t), true) } as unknown as NodeJS.WritableStream;
+  const io = { stdout: sink, stderr: sink, env: process.env, cwd: root, signal: new AbortController().signal };
+  assert.equal(await main(['synthesize', 'prompts', '--inputs', '4', '--from', offline, '--out', 'round2.jsonl', '--model', 'm'], io), 0, said);
+  const requests = fs
+    .readFileSync(path.join(root, 'round2.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { custom_id: string });
+  assert.deepEqual(
+    requests.map((r) => r.custom_id),
+    ['s0-0.0.inputs'],
+  );
+  const results = requests.map((r) =>
+    JSON.stringify({
+      custom_id: r.custom_id,
+      response: {
+        status_code: 200,
+        body: {
+          id: 'x',
+          object: 'chat.completion',
+          model: 'm',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: INPUTS } }],
+        },
+      },
+    }),
+  );
+  fs.writeFileSync(path.join(root, 'round2-results.jsonl'), results.join('\n') + '\n');
+  const code = await main(
+    [
+      'synthesize',
+      'import',
+      'round2-results.jsonl',
+      '--requests',
+      'round2.jsonl',
+      '--inputs',
+      '4',
+      '--out',
+      offline,
+      '--model',
+      'm',
+      '--k',
+      '0',
+      '--quiet',
+      '--json',
+    ],
+    io,
+  );
+  assert.equal(code, 0, said);
+  assert.deepEqual(entries(offline), entries(online));
 });
 
 async function mutated(out: string, mutateSeed: number) {

@@ -15,7 +15,8 @@ import { ModelClient } from '../../engine/model/client';
 import { endpointFromEnv, type EndpointConfig } from '../../engine/model/config';
 import { pythonTracerDir, resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
-import { importSynthesisResults, readRequests, specsOfRequests, writeSynthesisRequests } from '../../engine/synthesize/batch';
+import { importSynthesisResults, inputsBatchItems, readRequests, specsOfRequests, writeSynthesisRequests } from '../../engine/synthesize/batch';
+import { writeBatchFile } from '../../engine/model/batch';
 import { loadConstraints, sampleSpecs, type Spec } from '../../engine/synthesize/constraints';
 import { synthesize } from '../../engine/synthesize/pipeline';
 import { buildSynthesisReport, renderSynthesisReport, writeSynthesisReport } from '../../engine/synthesize/report';
@@ -68,6 +69,8 @@ const COMMON = {
   k: { type: 'string' },
   'pass-band': { type: 'string' },
   mutate: { type: 'string' },
+  inputs: { type: 'string' },
+  from: { type: 'string' },
   limit: { type: 'string' },
   'max-time': { type: 'string' },
   template: { type: 'string' },
@@ -80,12 +83,22 @@ const COMMON = {
 
 async function writePrompts(values: Record<string, unknown>, io: CliIO): Promise<number> {
   if (typeof values.out !== 'string') throw new UsageError('--out REQUESTS.jsonl is required');
+  const model = typeof values.model === 'string' ? values.model : (io.env.EXECVERIFY_MODEL ?? 'model');
+  const file = path.resolve(io.cwd, values.out);
+  const inputs = count(values, 'inputs', 0, 0)!;
+  if (inputs > 0) {
+    // Round 2: more calls of the programs of --from DIR that yielded samples.
+    if (typeof values.from !== 'string') throw new UsageError('--inputs N needs --from DIR (a synthesis --out whose kept programs get more calls)');
+    const items = inputsBatchItems(path.resolve(io.cwd, values.from), inputs);
+    await writeBatchFile(file, { model, api: 'chat' }, items);
+    io.stdout.write(`${items.length} second-round requests (${inputs} calls each) written to ${values.out}\n`);
+    io.stdout.write(`next: run them, then execverify synthesize import RESULTS.jsonl --requests ${values.out} --inputs ${inputs} --out ${values.from}\n`);
+    return 0;
+  }
   const n = count(values, 'count');
   if (n === undefined) throw new UsageError('--count N is required');
   const constraints = loadConstraints(typeof values.constraints === 'string' ? path.resolve(io.cwd, values.constraints) : undefined);
   const specs = sampleSpecs(constraints, { count: n, seed: count(values, 'seed', 0, 0)!, levels: levels(values.levels) });
-  const model = typeof values.model === 'string' ? values.model : (io.env.EXECVERIFY_MODEL ?? 'model');
-  const file = path.resolve(io.cwd, values.out);
   const lines = await writeSynthesisRequests(file, { model }, specs, constraints);
   io.stdout.write(`${lines} requests (${constraints.name}@${constraints.version}) written to ${values.out}\n`);
   io.stdout.write(`next: run them (e.g. python -m vllm.entrypoints.openai.run_batch -i ${values.out} -o results.jsonl --model ${model}), then\n`);
@@ -105,10 +118,23 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
   // An import's --model names the model of the request file; it is an endpoint (the reference) only with --base-url.
   const online = imported && values['base-url'] === undefined && io.env.EXECVERIFY_BASE_URL === undefined ? undefined : endpoint(values, io);
   let specs: Spec[];
+  let ids: string[] = [];
+  const inputs = count(values, 'inputs', 0, 0)!;
   if (imported) {
     if (typeof values.requests !== 'string') throw new UsageError('--requests REQUESTS.jsonl is required (the file `synthesize prompts` wrote)');
     const model = typeof values.model === 'string' ? values.model : (io.env.EXECVERIFY_MODEL ?? 'model');
-    specs = specsOfRequests(readRequests(path.resolve(io.cwd, values.requests)), constraints, { model }, levels(values.levels));
+    const read = specsOfRequests(
+      readRequests(path.resolve(io.cwd, values.requests)),
+      constraints,
+      { model },
+      {
+        levels: levels(values.levels),
+        out,
+        ...(inputs ? { inputs } : {}),
+      },
+    );
+    specs = read.specs;
+    ids = read.ids;
     let resultsText: string;
     try {
       resultsText = fs.readFileSync(path.resolve(io.cwd, imported.results), 'utf8');
@@ -116,7 +142,7 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
       throw new UsageError(`cannot read the results file ${imported.results}: ${(err as Error).message}`);
     }
     fs.mkdirSync(out, { recursive: true });
-    const summary = importSynthesisResults(out, resultsText, specs);
+    const summary = importSynthesisResults(out, resultsText, ids);
     for (const e of summary.errors.slice(0, 10)) io.stderr.write(`warning: results line ${e.line}${e.customId ? ` (${e.customId})` : ''}: ${e.message}\n`);
     if (summary.missing.length) io.stderr.write(`warning: ${summary.missing.length} requests have no result line (e.g. ${summary.missing[0]})\n`);
     io.stderr.write(`imported ${summary.imported} answers\n`);
@@ -153,6 +179,7 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
         maxTimeS: maxTime,
         passBand: band,
         mutate: count(values, 'mutate', 0, 0),
+        inputs,
         ...(values['hash-seed'] !== undefined ? { hashSeed: count(values, 'hash-seed', 0, 0)! } : {}),
         concurrency: judgePool.size,
       },
@@ -199,9 +226,11 @@ export const synthesizeCommand: Command = {
   summary:
     'Synthesize programs under structural constraints with a model (online, or through OpenAI Batch JSONL), execute them under the sandbox, keep the deterministic ones as verified samples (DIR/samples.jsonl) with a report (DIR/report.md).',
   usage:
-    'execverify synthesize --count N --out DIR [--base-url URL --model NAME] [--seed S] [--levels 1,2] [--constraints FILE] [--k 10] [--reference-base-url URL --reference-model NAME] [--pass-band MIN,MAX|paper] [--mutate N] [--limit N] [--max-time S] [--jobs N] [--quiet] [--json]\n' +
+    'execverify synthesize --count N --out DIR [--base-url URL --model NAME] [--seed S] [--levels 1,2] [--constraints FILE] [--k 10] [--reference-base-url URL --reference-model NAME] [--pass-band MIN,MAX|paper] [--mutate N] [--inputs N] [--limit N] [--max-time S] [--jobs N] [--quiet] [--json]\n' +
     '       execverify synthesize prompts --count N --out REQUESTS.jsonl [--seed S] [--levels 1,2] [--constraints FILE] [--model NAME]\n' +
-    '       execverify synthesize import RESULTS.jsonl --requests REQUESTS.jsonl --out DIR [same filter options as above]',
+    '       execverify synthesize prompts --inputs N --from DIR --out REQUESTS2.jsonl [--model NAME]   (round 2: more calls of the kept programs)\n' +
+    '       execverify synthesize prompts --inputs N --from DIR --out REQUESTS2.jsonl [--model NAME]   (second round: more calls of kept programs)\n' +
+    '       execverify synthesize import RESULTS.jsonl --requests REQUESTS.jsonl --out DIR [--inputs N] [same filter options as above]',
   options: COMMON,
   async run(values, positionals, io) {
     const [sub, ...rest] = positionals;

@@ -42,6 +42,8 @@ export const ProvenanceSchema = z.object({
       constraints: z.record(z.unknown()).nullable(),
       /** A mutated sample: the call whose arguments were mutated. */
       from: z.string().optional(),
+      /** 2: a call the model wrote when asked for more inputs of a kept program (absent: one of its example calls). */
+      round: z.literal(2).optional(),
     })
     .optional(),
 });

@@ -54,3 +54,11 @@ export function parseProgramAnswer(text: string): ProgramAnswer {
   if (calls.length === 0) return { ok: false, reason: 'no_calls' };
   return { ok: true, code: `${blocks[programIndexes[0]!]!.body.replace(/\s+$/, '')}\n`, calls };
 }
+
+/** A second-round answer: the calls of its first fenced block that defines nothing (else of the whole text). */
+export function parseCallsAnswer(text: string): string[] {
+  const blocks = fencedBlocks(text.replace(/\r\n?/g, '\n'));
+  const block = blocks.find((b) => !DEFINES.test(b.body));
+  if (block) return callLines(block.body);
+  return blocks.length ? [] : callLines(text).filter((l) => /^[A-Za-z_]\w*\s*\(.*\)$/.test(l));
+}

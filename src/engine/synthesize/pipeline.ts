@@ -35,9 +35,9 @@ import type { ChatMessage } from '../model/prompt';
 import { movedQuestions, QuestionSchema, triviality, type Question } from '../questions';
 import { TracerError, TracerPool } from '../trace/runner';
 import type { Limits, Trace } from '../trace/schema';
-import { parseProgramAnswer } from './answer';
+import { parseCallsAnswer, parseProgramAnswer } from './answer';
 import type { Constraints, Spec } from './constraints';
-import { synthesisPrompt } from './prompt';
+import { inputsId, inputsPrompt, synthesisPrompt, type ProgramOf } from './prompt';
 
 /** What one spec's request brought back, kept in work/answers.jsonl. */
 export const AnswerRecordSchema = z.object({
@@ -81,6 +81,8 @@ export interface SynthesisOptions {
   passBand?: PassBand;
   /** Mutated inputs tried per kept call (0: none). */
   mutate?: number;
+  /** Second round: this many more calls asked of the model per program that yielded a sample (0: none). */
+  inputs?: number;
   /** Seed of the input mutation (default: the spec's seed). */
   mutateSeed?: number;
   splits?: { validation: number; test: number };
@@ -564,8 +566,79 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
     }
   };
 
+  const candidateOf = (spec: Spec, answer: number, code: string, call: string, fn: string, a: Analysis, round: 1 | 2): Candidate => ({
+    key: callKey(spec.id, answer, call),
+    code,
+    call: call.trim(),
+    function: fn,
+    astHash: a.astHash!,
+    nesting: a.nesting ?? 0,
+    program: answerKey(spec.id, answer),
+    level: spec.level,
+    spec: spec.id,
+    seed: spec.seed,
+    provenance: {
+      project: 'synthesized',
+      repository: null,
+      commit: null,
+      file: `${spec.id}.py`,
+      function: fn,
+      line: null,
+      license: null,
+      test: null,
+      synthesis: {
+        source: 'synthesized',
+        level: spec.level,
+        seed: spec.seed,
+        spec: spec.id,
+        constraintsVersion: spec.constraintsVersion,
+        constraints: spec.constraints,
+        ...(round === 2 ? { round } : {}),
+      },
+    },
+  });
+
+  /** Round 2: more calls of a program that yielded a sample, asked of the model (or imported), through the same stages. */
+  const secondRound = async (spec: Spec, answer: number, program: ProgramOf): Promise<void> => {
+    const id = inputsId(spec.id, answer);
+    let record = known.get(id);
+    if (!record && deps.source) {
+      const t0 = now();
+      p.counters.requested += 1;
+      try {
+        const reply = await p.tick('model', () => deps.source!.answer(inputsPrompt(spec.id, answer, program, options.inputs!), deps.signal));
+        record = { id, texts: reply.texts, usage: reply.usage, seconds: (now() - t0) / 1000, via: 'online' };
+        answerLog.append(record);
+        known.set(id, record);
+      } catch (err) {
+        if (deps.signal?.aborted) throw err;
+        p.counters.requestFailures += 1;
+        return;
+      }
+    }
+    if (!record || record.error) return;
+    const calls = [...new Set(record.texts.flatMap((t) => parseCallsAnswer(t)))].slice(0, options.inputs);
+    if (calls.length === 0) return;
+    const [a] = await p.analyse([{ code: program.code, calls }]);
+    for (const [k, call] of calls.entries()) {
+      if (deps.signal?.aborted || limitReached()) return;
+      const check = a!.calls![k]!;
+      const c = candidateOf(spec, answer, program.code, call, check.function ?? program.function, a!, 2);
+      if (p.isDecided(c.key)) continue;
+      if (check.problem) {
+        p.drop({ candidate: c.key, stage: 'analyse', reason: check.problem, spec: spec.id, level: spec.level });
+        continue;
+      }
+      // Scoped to the program: another spec's copies were decided in spec order already.
+      const dup = p.dedup(c, 'program');
+      if (dup) p.drop({ candidate: c.key, stage: 'dedup', reason: dup, spec: c.spec, level: c.level });
+      else await p.process(c);
+    }
+  };
+
   const processSpec = async (spec: Spec, gateIndex: number): Promise<void> => {
     const candidates: Candidate[] = [];
+    const programs = new Map<number, ProgramOf>();
     try {
       const record = await answersOf(spec);
       if (record?.error)
@@ -591,36 +664,8 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
             p.drop({ candidate: key, stage: 'analyse', reason: check.problem, spec: spec.id, level: spec.level });
             return;
           }
-          candidates.push({
-            key,
-            code: r.code,
-            call: call.trim(),
-            function: check.function!,
-            astHash: a.astHash!,
-            nesting: a.nesting ?? 0,
-            program: answerKey(spec.id, r.i),
-            level: spec.level,
-            spec: spec.id,
-            seed: spec.seed,
-            provenance: {
-              project: 'synthesized',
-              repository: null,
-              commit: null,
-              file: `${spec.id}.py`,
-              function: check.function!,
-              line: null,
-              license: null,
-              test: null,
-              synthesis: {
-                source: 'synthesized',
-                level: spec.level,
-                seed: spec.seed,
-                spec: spec.id,
-                constraintsVersion: spec.constraintsVersion,
-                constraints: spec.constraints,
-              },
-            },
-          });
+          candidates.push(candidateOf(spec, r.i, r.code, call, check.function!, a, 1));
+          if (!programs.has(r.i)) programs.set(r.i, { code: r.code, function: check.function!, calls: r.calls });
         });
       });
     } finally {
@@ -640,6 +685,12 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
       if (todo.includes(c)) await p.process(c);
       // Resumed: a call stored before continues its mutation where it stopped.
       else if ((options.mutate ?? 0) > 0 && p.store.hasCandidate(c.key)) await p.mutateStored(c);
+    }
+    if ((options.inputs ?? 0) > 0) {
+      for (const [answer, program] of programs) {
+        if (deps.signal?.aborted || limitReached()) return;
+        if (candidates.some((c) => c.program === answerKey(spec.id, answer) && p.store.hasCandidate(c.key))) await secondRound(spec, answer, program);
+      }
     }
   };
 

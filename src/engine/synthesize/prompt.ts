@@ -61,3 +61,39 @@ export function synthesisPrompt(spec: Spec, constraints: Constraints): ChatMessa
     { role: 'user', content: lines.join('\n') },
   ];
 }
+
+/** A program that yielded a sample, as the second round shows it. */
+export interface ProgramOf {
+  code: string;
+  /** The entry function (the callee of its first good call). */
+  function: string;
+  /** Its example calls so far. */
+  calls: string[];
+}
+
+/** The custom_id / answers.jsonl id of the second-round request for answer `answer` of a spec. */
+export function inputsId(spec: string, answer: number): string {
+  return `${spec}.${answer}.inputs`;
+}
+
+/** Round 2: more calls of a kept program, reaching what its calls do not. */
+export function inputsPrompt(spec: string, answer: number, program: ProgramOf, count: number): ChatMessage[] {
+  const user = [
+    `Program ${inputsId(spec, answer)}: below is a Python program and example calls of its entry function \`${program.function}\`.`,
+    `Write ${count} more calls of \`${program.function}\` with literal arguments that reach branches and cases these calls do not (empty, one element, negative, zero, duplicates, unicode, long).`,
+    'Answer with one fenced ``` block, one call expression per line; anything else is ignored.',
+    '',
+    '```python',
+    program.code.replace(/\s+$/, ''),
+    '```',
+    '',
+    'Calls so far:',
+    '```',
+    ...program.calls,
+    '```',
+  ].join('\n');
+  return [
+    { role: 'system', content: SYNTHESIS_SYSTEM },
+    { role: 'user', content: user },
+  ];
+}
