@@ -13,6 +13,8 @@ import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
 import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
 import { askCruxeval } from '../../engine/eval/cruxeval';
+import { datasetReport, runDataset as runStore, summarize, type DatasetRun } from '../../engine/eval/dataset';
+import { readStore } from '../../engine/dataset/store';
 import { LcbRowSchema, lcbKey, lcbPass1, scoreLcb, type LcbRow } from '../../engine/eval/lcb';
 import { BUILTIN_TEMPLATES } from '../../engine/model/templates';
 import { revalReport } from '../../engine/eval/reval-report';
@@ -87,7 +89,8 @@ export const evalCommand: Command = {
     '       execverify eval reval --data REVAL_CHECKOUT [--generations FILE | --base-url URL --model NAME | --baseline] ' +
     '[--mode reval|strict] [--cot] [--out verdicts.json] [--report DIR] [--write-reference FILE] [--limit N] [--temperature T] [--max-tokens N] ' +
     '[--no-cache] [--cache-dir DIR] [--workers N] [--timeout-s 3] [--python PATH]\n' +
-    '       execverify eval lcb-exec --data execution.jsonl --generations FILE [--cot] [--out scored.json] [--report DIR] [--limit N] [--workers N]',
+    '       execverify eval lcb-exec --data execution.jsonl --generations FILE [--cot] [--out scored.json] [--report DIR] [--limit N] [--workers N]\n' +
+    '       execverify eval dataset STORE [--base-url URL --model NAME] [--samples K] [--no-baseline] [--limit N] [--report DIR] [--out results.json]',
   options: {
     data: { type: 'string' },
     generations: { type: 'string' },
@@ -109,12 +112,16 @@ export const evalCommand: Command = {
     'no-cache': { type: 'boolean' },
     'cache-dir': { type: 'string' },
     baseline: { type: 'boolean' },
+    'no-baseline': { type: 'boolean' },
   },
   async run(values, positionals, io) {
     if (positionals.length === 1 && positionals[0] === 'reval') return runReval(values, io);
     if (positionals.length === 1 && positionals[0] === 'lcb-exec') return runLcb(values, io);
+    if (positionals.length === 2 && positionals[0] === 'dataset') return runDataset(values, positionals[1]!, io);
     if (positionals[0] !== 'cruxeval' || positionals.length !== 1)
-      throw new UsageError('the benchmarks are cruxeval, reval and lcb-exec: execverify eval cruxeval|reval|lcb-exec ...');
+      throw new UsageError(
+        'the benchmarks are cruxeval, reval, lcb-exec and a store: execverify eval cruxeval|reval|lcb-exec ... or execverify eval dataset STORE',
+      );
     const mode = values.mode;
     if (mode !== 'output' && mode !== 'input') throw new UsageError(`--mode must be output or input${mode === undefined ? '' : `, not '${String(mode)}'`}`);
     if (typeof values.data !== 'string') throw new UsageError('missing --data (the CRUXEval JSONL file)');
@@ -483,6 +490,73 @@ async function runLcb(values: Record<string, unknown>, io: Parameters<Command['r
         reason: 'assert_failed',
       })),
     });
+    io.stdout.write(`report written to ${written.html}\n`);
+  }
+  return 0;
+}
+
+function printDatasetSummary(io: { stdout: NodeJS.WritableStream }, run: DatasetRun): void {
+  const s = summarize(run);
+  const kinds = [...s.kinds.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, [c, n]]) => `${k} ${pct(n ? c / n : 0)} (${n})`);
+  io.stdout.write(
+    `${run.label}: pass@1 ${pct(s.pass1)}${s.k > 1 ? ` pass@${s.k} ${pct(s.passK)}` : ''} mean reward ${s.meanReward.toFixed(3)} | ${kinds.join(' | ')}\n`,
+  );
+}
+
+async function runDataset(values: Record<string, unknown>, store: string, io: Parameters<Command['run']>[2]): Promise<number> {
+  const provider = providerFor(values, io);
+  if (!provider) throw new UsageError('no model to evaluate: pass --base-url URL --model NAME (or EXECVERIFY_BASE_URL / EXECVERIFY_MODEL), or --baseline');
+  const k = positiveInt(values.samples, '--samples') ?? 1;
+  const limit = positiveInt(values.limit, '--limit');
+  let read;
+  try {
+    read = readStore(path.resolve(io.cwd, store));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const records = limit !== undefined ? read.items.slice(0, limit) : read.items;
+  if (read.invalid) io.stderr.write(`warning: ${read.invalid} lines of the store are not valid records; they are left out\n`);
+  if (!records.length) throw new UsageError(`the store ${store} has no records`);
+  const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
+  const pool = new TracerPool({ python, size: positiveInt(values.workers, '--workers') ?? Math.min(4, os.availableParallelism()), env: io.env });
+  const judge = new JudgeClient(pool);
+  const runs: DatasetRun[] = [];
+  try {
+    const label = provider.info.kind === 'baseline' ? 'baseline' : provider.info.label;
+    const progress = new Progress({ label: `dataset: ${label}`, total: records.length, write: (l) => io.stderr.write(`${l}\n`) });
+    runs.push(await runStore(provider, judge, records, { label, samples: k, signal: io.signal, onAnswered: () => progress.tick() }));
+    if (provider.info.kind !== 'baseline') io.stdout.write(`model calls: ${formatRunStats(provider.stats())}\n`);
+    if (provider.info.kind !== 'baseline' && values['no-baseline'] !== true)
+      runs.push(await runStore(new BaselineProvider(), judge, records, { label: 'baseline', samples: 1, signal: io.signal }));
+  } finally {
+    await pool.close();
+  }
+  const failed = runs[0]!.results.filter((r) => r.error);
+  if (failed.length) io.stderr.write(`warning: ${failed.length} records got no answer from the model (first: ${failed[0]!.error}); they count as wrong\n`);
+  io.stdout.write(`dataset ${store}: ${records.length} records, ${k} sample${k === 1 ? '' : 's'} each\n`);
+  for (const run of runs) printDatasetSummary(io, run);
+  if (typeof values.out === 'string') {
+    const out = path.resolve(io.cwd, values.out);
+    const body = Object.fromEntries(
+      runs.map((run) => [
+        run.label,
+        Object.fromEntries(
+          run.results.map((r) => [r.record.id, r.samples.map((s) => ({ text: s.text, reward: s.reward.reward, breakdown: s.reward.breakdown }))]),
+        ),
+      ]),
+    );
+    await writeAtomic(out, JSON.stringify(body) + '\n');
+    io.stdout.write(`results written to ${out}\n`);
+  }
+  if (typeof values.report === 'string') {
+    const written = await writeReport(
+      path.resolve(io.cwd, values.report),
+      datasetReport(runs, {
+        title: `Dataset ${path.basename(path.resolve(io.cwd, store))}: ${runs[0]!.label}`,
+        subtitle: `${records.length} records, ${k} samples each`,
+        created: new Date().toISOString(),
+      }),
+    );
     io.stdout.write(`report written to ${written.html}\n`);
   }
   return 0;

@@ -13,7 +13,7 @@ export interface ChartLibraries {
 export function formatMetric(m: Pick<ReportMetric, 'value' | 'unit'>): string {
   if (m.value === null) return 'n/a';
   if (m.unit === 'count') return String(Math.round(m.value));
-  if (m.unit === 'percent') return m.value.toFixed(2);
+  if (m.unit === 'percent' || m.unit === 'number') return m.value.toFixed(2);
   return `${(100 * m.value).toFixed(2)}%`;
 }
 

@@ -9,8 +9,8 @@ export const REPORT_SCHEMA_VERSION = 'execverify.report/1';
 export const ReportMetricSchema = z.object({
   name: z.string(),
   value: z.number().nullable(),
-  /** How to show it: `ratio` as a percent (0.5 → 50.00%), `percent` as is, `count` as an integer. */
-  unit: z.enum(['ratio', 'percent', 'count']).default('ratio'),
+  /** How to show it: `ratio` as a percent (0.5 → 50.00%), `percent` and `number` as they are (2 decimals), `count` as an integer. */
+  unit: z.enum(['ratio', 'percent', 'number', 'count']).default('ratio'),
   /** How many answers stand behind it. */
   n: z.number().int().nonnegative().optional(),
 });
