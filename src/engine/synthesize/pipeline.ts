@@ -88,7 +88,7 @@ export interface SynthesisOptions {
   splits?: { validation: number; test: number };
   concurrency?: number;
   maxFrames?: number;
-  /** Limits of every traced run (defaults: the tracer's, with 2 s wall time). */
+  /** Limits of every traced run (defaults: the tracer's, with 200,000 steps). */
   limits?: Limits;
 }
 
@@ -295,7 +295,8 @@ export class CandidateProcessor {
       source: c.code,
       entry: { kind: 'call' as const, expr: call },
       cwd: run.rerun ? RERUN_CWD : os.tmpdir(),
-      limits: { wallTimeMs: 2000, ...this.options.limits },
+      // Steps bound an endless loop in a fraction of a second; time limits stay the tracer's (a loaded machine is slow, not wrong).
+      limits: { steps: 200_000, ...this.options.limits },
     };
   }
 
