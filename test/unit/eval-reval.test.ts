@@ -260,3 +260,48 @@ test('online: the test server scripted as a model of known accuracy gets exactly
     await server.close();
   }
 });
+
+test('online: cancelling stops the run and writes nothing; the same command then finishes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ev-reval-cancel-'));
+  const controller = new AbortController();
+  // Every answer is "YES"; the server cancels the run when its fifth request arrives.
+  const server = await startOpenAIServer({
+    script: (req) => {
+      if (req.index === 4) controller.abort();
+      return { text: '[ANSWER]\nYES' };
+    },
+  });
+  try {
+    const args = [
+      'eval',
+      'reval',
+      '--data',
+      FIXTURE,
+      '--limit',
+      '1',
+      '--workers',
+      '1',
+      '--base-url',
+      server.url,
+      '--model',
+      'test-model',
+      '--cache-dir',
+      'cache',
+      '--out',
+      'run.json',
+    ];
+    const h = io(dir);
+    const code = await main(args, { ...h.io, signal: controller.signal });
+    assert.notEqual(code, 0);
+    assert.throws(() => readFileSync(join(dir, 'run.json')), /ENOENT/);
+    const asked = server.stats.requests;
+    assert.ok(asked >= 5, `${asked} requests before the cancel`);
+    // The same command again finishes (what was answered before the cancel comes from the cache;
+    // the full-rerun test above checks that a finished run is asked nothing again).
+    const again = io(dir);
+    assert.equal(await main(args, again.io), 0, again.text().stderr);
+    assert.ok(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')));
+  } finally {
+    await server.close();
+  }
+});

@@ -553,7 +553,7 @@ async function runDataset(values: Record<string, unknown>, store: string, io: Pa
       path.resolve(io.cwd, values.report),
       datasetReport(runs, {
         title: `Dataset ${path.basename(path.resolve(io.cwd, store))}: ${runs[0]!.label}`,
-        subtitle: `${records.length} records, ${k} samples each`,
+        subtitle: `${records.length} records, ${k} sample${k === 1 ? '' : 's'} each`,
         created: new Date().toISOString(),
       }),
     );
