@@ -1,7 +1,7 @@
 """`npm run bench:reward-server`: the reward server under load on loopback, against
 in-process compute_score in the same run.
 
-Workload: the 808 exported samples of python-tracer/tests/data/exported-truths.jsonl.gz,
+Workload: the 1,000 exported samples of python-tracer/tests/data/exported-truths.jsonl.gz,
 cut down to their state questions ("state answers": `3; int` lines, the
 common white-box answer) and answered with their reference answers, one answer
 in three made wrong. Baseline: compute_score over the same pairs in this
