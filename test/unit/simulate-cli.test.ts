@@ -202,6 +202,22 @@ test('a scripted model: report.json holds exactly the numbers its behaviour impl
   assert.equal(server.requests.filter((q) => q.path.endsWith('/chat/completions')).length, 13); // one request a prediction
   assert.match(readFileSync(join(dir, 'scripted', 'report.md'), 'utf8'), /\| oracle \(real public-test runs\) \| 83\.3% \|/);
   assert.match(r.out, /pass@1 {2}random 50\.0% {2}simulated 66\.7% {2}oracle 83\.3% {2}gap 16\.7 points/);
+  // The charts page of the evaluation report module: the same numbers, its bars, the wrong predictions; no network.
+  const html = readFileSync(join(dir, 'scripted', 'report.html'), 'utf8');
+  const charts = JSON.parse(/<script type="application\/json" id="report-charts">([\s\S]*?)<\/script>/.exec(html)![1]!) as {
+    id: string;
+    spec: { data: { values: { label: string; n: number; correct: number }[] } };
+  }[];
+  assert.deepEqual(
+    charts[0]!.spec.data.values.map((v) => [v.label, v.correct, v.n]),
+    [
+      ['really pass: accepted', 5, 6],
+      ['really fail: rejected', 2, 4],
+    ],
+  );
+  assert.match(html, /pass@1 oracle/);
+  assert.match(html, /sum-evens\/odd-instead\/public\/0/); // a wrong prediction, listed
+  assert.doesNotMatch(html, /<script[^>]+src=/);
 });
 
 test('with no endpoint the baseline runs the whole pipeline, labelled as the baseline', async () => {

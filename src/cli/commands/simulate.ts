@@ -14,7 +14,8 @@ import { ConfigError, endpointFromEnv } from '../../engine/model/config';
 import { ModelProvider, type Provider } from '../../engine/model/provider';
 import { resolvePython } from '../../engine/python';
 import { ProblemFileError, parseProblems } from '../../engine/simulate/problem';
-import { renderReportMarkdown, SimulateReportSchema } from '../../engine/simulate/report';
+import { chartLibraries, renderHtml, ReportSchema } from '../../engine/report';
+import { evaluationReport, renderReportMarkdown, SimulateReportSchema } from '../../engine/simulate/report';
 import { ProgressLog, readProgress, settingsOf } from '../../engine/simulate/progress';
 import { simulate, templatesOf } from '../../engine/simulate/simulate';
 import { modelSource } from '../../engine/synthesize/source';
@@ -139,6 +140,8 @@ export const simulateCommand: Command = {
       SimulateReportSchema.parse(report); // what is written is what readers validate
       writeAtomic(path.join(out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
       writeAtomic(path.join(out, 'report.md'), renderReportMarkdown(report));
+      // The charts: the evaluation report module's self-contained page (no network).
+      writeAtomic(path.join(out, 'report.html'), renderHtml(ReportSchema.parse(evaluationReport(report, new Date().toISOString())), await chartLibraries()));
       const s = report.summary;
       const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
       io.stdout.write(
@@ -146,7 +149,7 @@ export const simulateCommand: Command = {
           `${s.problems} problems, ${s.candidates} candidates, ${s.predictions} predictions` +
           `${s.model_errors ? ` (${s.model_errors} requests failed)` : ''}${report.errors.length ? `; ${report.errors.length} problems not simulated` : ''}\n` +
           `pass@1  random ${pct(s.pass_at_1.random)}  simulated ${pct(s.pass_at_1.simulated)}  oracle ${pct(s.pass_at_1.oracle)}  gap ${(100 * s.gap).toFixed(1)} points\n` +
-          `wrote ${path.join(values.out, 'report.json')} and report.md\n`,
+          `wrote ${path.join(values.out, 'report.json')}, report.md and report.html\n`,
       );
       if (s.fixing) {
         const last = (kind: 'simulated' | 'real') => s.fixing![kind].at(-1)!;

@@ -1,6 +1,7 @@
 // DIR/report.json of `execverify simulate` (one schema, read back by tests and
 // by anyone comparing runs) and DIR/report.md, its tables for people.
 import { z } from 'zod';
+import { REPORT_SCHEMA_VERSION, type ReportInput } from '../report';
 
 export const SIMULATE_REPORT_VERSION = 'execverify.simulate/1';
 
@@ -159,4 +160,60 @@ export function renderReportMarkdown(report: SimulateReport): string {
     for (const e of report.errors) out.push(`- ${e.problem}: ${e.message}`);
   }
   return out.join('\n') + '\n';
+}
+
+/**
+ * The report as the evaluation report module (src/engine/report) reads it,
+ * for DIR/report.html and its charts: the headline numbers, the share of
+ * candidates each rule keeps right, predictions right by problem shape, and
+ * the wrong predictions.
+ */
+export function evaluationReport(report: SimulateReport, created: string): ReportInput {
+  const s = report.summary;
+  const candidates = report.problems.flatMap((p) => p.candidates.map((c) => ({ p, c })));
+  const passing = candidates.filter((x) => x.c.real_public);
+  const failing = candidates.filter((x) => !x.c.real_public);
+  const byKind = (kind: 'function' | 'script') => {
+    const preds = candidates.filter((x) => x.p.kind === kind).flatMap((x) => x.c.predictions.filter((q) => q.prediction_right !== null));
+    return { label: `${kind} problems`, n: preds.length, correct: preds.filter((q) => q.prediction_right).length };
+  };
+  const wrong = candidates.flatMap(({ p, c }) =>
+    c.predictions
+      .filter((q) => q.prediction_right === false)
+      .map((q) => ({
+        id: `${p.id}/${c.id}/public/${q.test}`,
+        group: p.kind,
+        answer: q.answer ?? '(no answer)',
+        expected: c.tests.find((t) => t.split === 'public' && t.test === q.test)?.actual ?? '',
+        reason: q.simulated_pass === c.tests.find((t) => t.split === 'public' && t.test === q.test)?.passed ? 'wrong output, right verdict' : 'wrong verdict',
+      })),
+  );
+  return {
+    schema: REPORT_SCHEMA_VERSION,
+    title: 'Self-execution simulation',
+    subtitle: `${report.provider.kind === 'baseline' ? 'baseline (trivial answers, not a model)' : report.provider.label} on ${report.problems_file}: ${s.problems} problems, ${s.candidates} candidates`,
+    created,
+    metrics: [
+      { name: 'pass@1 random', value: s.pass_at_1.random },
+      { name: 'pass@1 simulated', value: s.pass_at_1.simulated },
+      { name: 'pass@1 oracle', value: s.pass_at_1.oracle },
+      { name: 'gap (oracle − simulated)', value: s.gap },
+      { name: 'correct rejected', value: s.correct_rejected, n: passing.length },
+      { name: 'wrong accepted', value: s.wrong_accepted, n: failing.length },
+      { name: 'predictions right', value: s.prediction_accuracy, n: s.predictions },
+    ],
+    groups: [
+      {
+        name: 'What the simulation keeps right',
+        about: 'candidates that really pass every public test and are accepted; candidates that really fail one and are rejected',
+        rows: [
+          { label: 'really pass: accepted', n: passing.length, correct: passing.filter((x) => x.c.simulated_public).length },
+          { label: 'really fail: rejected', n: failing.length, correct: failing.filter((x) => !x.c.simulated_public).length },
+        ],
+      },
+      { name: 'Predictions equal to the real run', rows: [byKind('function'), byKind('script')] },
+    ],
+    examples: wrong.slice(0, 50),
+    notes: [`pass@1 per problem and candidate: report.json and report.md (${SIMULATE_REPORT_VERSION})`],
+  };
 }
