@@ -7,7 +7,9 @@ reference.json and verdicts.json come from
 This runs REval's evaluation.py and dynamics.py from the checkout — its
 tracer for the ground truth, its postprocessing and comparison for the
 verdict — on our reference answers (REval's own for the output task), and
-reports, per task, how often REval's harness agrees with our verdict on the
+reports, per task (output included: REval's Output task prompts a stand-in
+model that answers our reference, then postprocesses, penalizes and runs it
+as REval does), how often REval's harness agrees with our verdict on the
 probes we call well defined. REval's harness runs the benchmark's code in
 this process, outside our sandbox, as REval itself does: run it only on
 REval's own data, in a throwaway environment.
@@ -19,6 +21,7 @@ import collections
 import importlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -81,6 +84,60 @@ def _path_ok(path_task: Any, code: str, resp: str, states: Any, line: int) -> bo
     return any(a in actual for a in lines)
 
 
+class _Answers(object):
+    """REval's model interface, answering with our reference answer."""
+
+    prompt_type = "direct"
+
+    def __init__(self) -> None:
+        self.answer = ""
+
+    def infer(self, prompt: str) -> str:
+        return self.answer
+
+
+def _check_outputs(evaluation: Any, dynamics: Any, dataset: Any, checkout: str, data: List[Dict[str, Any]],
+                   tasks: List[Dict[str, Any]], reference: Dict[str, str], ours: Dict[str, Any],
+                   counts: Any, disagree: List[str], devnull: Any) -> None:
+    """The output task through REval's own Output task: its prompt, postprocessing, penalties and exec."""
+    out = _task(evaluation, "Output")
+    out.name = "output"
+    out.model = _Answers()
+    out._total = out._pass = 0
+    shutil.copytree(os.path.join(checkout, "prompts"), "prompts", dirs_exist_ok=True)
+    for t in tasks:
+        row = data[t["idx"]]
+        classes = None
+        for pair in t["tasks"]:
+            key = "%s/%d/output/0" % (t["task_id"], pair["input_idx"])
+            mine = ours.get(key)
+            if mine is None or not mine.get("defined"):
+                counts[("output", "not well defined")] += 1
+                continue
+            out.model.answer = reference[key]
+            stdout = sys.stdout
+            sys.stdout = devnull
+            try:
+                if row["test"] is None:
+                    res = out._humaneval_task_impl(row["entry_point"], row["code"], None, None, pair["output_pred"])
+                else:
+                    if classes is None:
+                        dynamics.ClassFactory.create(row["entry_point"], row["code"])
+                        classes = dynamics.ClassFactory.create_test_classes(
+                            row["entry_point"], row["code"], row["test"], dataset.DREval.tcls_pattern,
+                            dataset.DREval.tcls_validation, dataset.DREval.tcls_postprocess)
+                    res = out._classeval_task_impl(classes[pair["input_idx"]], None, pair["output_pred"])
+                ok = bool(res[0]["pass"])
+            except Exception:
+                ok = False
+            finally:
+                sys.stdout = stdout
+            same = ok == bool(mine["correct"])
+            counts[("output", "agree" if same else "disagree")] += 1
+            if not same:
+                disagree.append(key)
+
+
 def main(argv: List[str]) -> int:
     checkout, ref_path, verdict_path = (os.path.abspath(a) for a in argv[1:4])
     with open(ref_path, encoding="utf-8") as f:
@@ -135,6 +192,7 @@ def main(argv: List[str]) -> int:
                     counts[(task, "agree" if same else "disagree")] += 1
                     if not same:
                         disagree.append(key)
+    _check_outputs(evaluation, dynamics, dataset, checkout, data, tasks, reference, ours, counts, disagree, devnull)
     for (task, what), n in sorted(counts.items()):
         print("%-8s %-40s %d" % (task, what, n))
     if disagree:
