@@ -139,6 +139,12 @@ test('online synthesis keeps the good programs and drops every other with its re
   assert.equal(connections, 0, 'no connection reached the listener');
   const report = buildSynthesisReport({ out, constraints: 'x', specs: specs.length, counters: result.counters, totalSeconds: 1, stoppedEarly: false });
   assert.equal(report.kept, 3);
+  const stage = (name: string, at = 0) => report.stages.filter((x) => x.stage === name)[at]!;
+  assert.deepEqual(stage('parse'), { stage: 'parse', in: PROGRAMS.length, dropped: 2, out: PROGRAMS.length - 2 });
+  assert.equal(stage('analyse').dropped, 2, 'syntax, forbidden_import');
+  assert.equal(stage('store').out, 3, 'the calls funnel ends with the samples kept');
+  assert.equal(stage('analyse').out, 14, 'readable programs');
+  assert.equal(stage('calls').in, 15, 'their calls (the first program has two)');
   assert.equal(report.drops.dedup?.duplicate, 1);
   assert.equal(report.drops.dedup?.near_duplicate, 1);
   assert.equal(report.model.synthesis.requests, PROGRAMS.length);

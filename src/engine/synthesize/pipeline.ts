@@ -58,6 +58,8 @@ export const SynthDropSchema = z.object({
   detail: z.string().optional(),
   spec: z.string(),
   level: z.number().nullable(),
+  /** A mutated input's drop (the funnel of the model's calls leaves them out). */
+  source: z.literal('mutated').optional(),
 });
 export type SynthDrop = z.infer<typeof SynthDropSchema>;
 
@@ -301,7 +303,8 @@ export class CandidateProcessor {
   }
 
   private dropOf(c: Candidate, stage: string, reason: string, detail?: string): SynthDrop {
-    return { candidate: c.key, stage, reason, ...(detail ? { detail } : {}), spec: c.spec, level: c.level };
+    const source = c.provenance.synthesis?.source === 'mutated' ? { source: 'mutated' as const } : {};
+    return { candidate: c.key, stage, reason, ...(detail ? { detail } : {}), spec: c.spec, level: c.level, ...source };
   }
 
   /** Why a traced run is not a sample, or null when it returned a literal. */
@@ -352,7 +355,7 @@ export class CandidateProcessor {
     for (const o of others) {
       const v = o.trace?.outcome;
       if (!v || v.kind !== 'returned' || v.value.repr !== value!.repr || v.value.type !== value!.type) {
-        return drop('determinism', 'nondeterministic', unstableReason('result', o.run));
+        return drop('confirm', 'nondeterministic', unstableReason('result', o.run));
       }
     }
 
@@ -363,7 +366,7 @@ export class CandidateProcessor {
       .filter((r) => r.success)
       .map((r) => r.data as Question);
     const moved = others.find((o) => movedQuestions(questions, o.trace!).length > 0);
-    if (moved) return drop('determinism', 'nondeterministic', unstableReason('truth', moved.run));
+    if (moved) return drop('questions', 'nondeterministic', unstableReason('truth', moved.run));
 
     const trivial = triviality(trace);
     const structural: Difficulty = { ...structuralDifficulty(trace, c.nesting), ...(trivial ? { trivial } : {}) };
@@ -627,7 +630,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
       const c = candidateOf(spec, answer, program.code, call, check.function ?? program.function, a!, 2);
       if (p.isDecided(c.key)) continue;
       if (check.problem) {
-        p.drop({ candidate: c.key, stage: 'analyse', reason: check.problem, spec: spec.id, level: spec.level });
+        p.drop({ candidate: c.key, stage: 'calls', reason: check.problem, spec: spec.id, level: spec.level });
         continue;
       }
       // Scoped to the program: another spec's copies were decided in spec order already.
@@ -662,7 +665,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
           const key = callKey(spec.id, r.i, call);
           const check = a.calls![k]!;
           if (check.problem) {
-            p.drop({ candidate: key, stage: 'analyse', reason: check.problem, spec: spec.id, level: spec.level });
+            p.drop({ candidate: key, stage: 'calls', reason: check.problem, spec: spec.id, level: spec.level });
             return;
           }
           candidates.push(candidateOf(spec, r.i, r.code, call, check.function!, a, 1));

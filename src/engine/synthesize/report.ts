@@ -8,6 +8,10 @@ import { histogram } from '../harvest/difficulty';
 import type { RunStats } from '../model/accounting';
 import { readAnswers, SynthDropSchema, workFiles, type RunCounters } from './pipeline';
 
+/** Stages an answer goes through (answer.ts, synthesis.py), then each of its calls (pipeline.ts), in order. */
+const ANSWER_STAGES = ['parse', 'analyse'] as const;
+const CALL_STAGES = ['calls', 'dedup', 'determinism', 'trace', 'confirm', 'questions', 'difficulty', 'store'] as const;
+
 export interface SynthesisReport {
   schema: 'execverify.synthesis-report/1';
   constraints: string;
@@ -20,6 +24,8 @@ export interface SynthesisReport {
   keptBySource: Record<string, number>;
   /** Drops by stage, then reason. */
   drops: Record<string, Record<string, number>>;
+  /** The model's answers, then their calls (mutated inputs apart), through each stage in order. */
+  stages: { stage: string; in: number; dropped: number; out: number }[];
   /** Kept samples per curriculum level. */
   levels: Record<string, number>;
   /** Structural difficulty per tenth (0.0–0.1 … 0.9–1.0). */
@@ -50,9 +56,11 @@ export function buildSynthesisReport(input: {
   const answers = [...readAnswers(work.answers).values()];
   const records = readStore(input.out).items.filter((r) => r.provenance.synthesis);
   const drops: Record<string, Record<string, number>> = {};
+  const modelDrops: Record<string, number> = {};
   for (const d of readJsonl(work.drops, (v) => SynthDropSchema.parse(v)).items) {
     const stage = (drops[d.stage] ??= {});
     stage[d.reason] = (stage[d.reason] ?? 0) + 1;
+    if (d.source !== 'mutated') modelDrops[d.stage] = (modelDrops[d.stage] ?? 0) + 1;
   }
   const levels: Record<string, number> = {};
   const keptBySource: Record<string, number> = {};
@@ -65,6 +73,17 @@ export function buildSynthesisReport(input: {
   const scored = records.filter((r) => r.difficulty.passRate !== null);
   const sum = (f: (a: (typeof answers)[number]) => number) => answers.reduce((n, a) => n + f(a), 0);
   const c = input.counters;
+  const funnel = (start: number, order: readonly string[]) => {
+    let n = start;
+    return order.map((stage) => {
+      const dropped = modelDrops[stage] ?? 0;
+      const row = { stage, in: n, dropped, out: n - dropped };
+      n -= dropped;
+      return row;
+    });
+  };
+  const keptFromModel = records.filter((r) => r.provenance.synthesis!.source === 'synthesized').length;
+  const calls = keptFromModel + CALL_STAGES.reduce((n, stage) => n + (modelDrops[stage] ?? 0), 0);
   return {
     schema: 'execverify.synthesis-report/1',
     constraints: input.constraints,
@@ -74,6 +93,13 @@ export function buildSynthesisReport(input: {
     kept: records.length,
     keptBySource,
     drops,
+    stages: [
+      ...funnel(
+        sum((a) => a.texts.length),
+        ANSWER_STAGES,
+      ),
+      ...funnel(calls, CALL_STAGES),
+    ],
     levels,
     difficultyHistogram: histogram(records.map((r) => r.difficulty.score)),
     passRateHistogram: histogram(scored.map((r) => r.difficulty.passRate!)),
@@ -114,6 +140,14 @@ export function renderSynthesisReport(r: SynthesisReport): string {
         .map(([k, n]) => `${k} ${n}`)
         .join(', ') || 'none'
     })${r.stoppedEarly ? '; stopped early (--limit / --max-time): run again to continue' : ''}`,
+    '',
+    '## Stages',
+    '',
+    'answers, then the calls of the programs that passed (round 1 and 2; mutated inputs apart):',
+    '',
+    '| stage | in | dropped | out |',
+    '|---|---|---|---|',
+    ...r.stages.map((s) => `| ${s.stage} | ${s.in} | ${s.dropped} | ${s.out} |`),
     '',
     '## Drops',
     '',
