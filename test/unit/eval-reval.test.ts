@@ -305,3 +305,30 @@ test('online: cancelling stops the run and writes nothing; the same command then
     await server.close();
   }
 });
+
+test('online --cot: the chain-of-thought prompt, and an answer whose [/THOUGHT] never came is read as REval reads it', async () => {
+  const { answers } = await referenceAnswers();
+  const server = await startOpenAIServer({
+    script: (req) => {
+      const messages = (req.body?.messages ?? []) as { content: string }[];
+      const user = messages.at(-1)?.content ?? '';
+      // The prompt ends where the model starts to think; the examples reason in [THOUGHT] blocks.
+      if (!user.endsWith('[/QUESTION]\n[THOUGHT]') && !user.endsWith('[/PYTHON]\n[THOUGHT]'))
+        return { status: 400, json: { error: { message: 'not a CoT prompt' } } };
+      return { text: 'Line by line, the code does this... [ANSWER]\nYES' }; // no [/THOUGHT]: unfinished
+    },
+  });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'ev-reval-cot-'));
+    const r = await run(['--limit', '1', '--cot', '--base-url', server.url, '--model', 'test-model', '--no-cache', '--out', 'cot.json'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    const verdicts = JSON.parse(readFileSync(join(dir, 'cot.json'), 'utf8')) as Verdicts;
+    // Unfinished reasoning: coverage is NO (right exactly where the line does not run), everything else wrong.
+    for (const [key, v] of Object.entries(verdicts)) {
+      if (taskOf(key) === 'coverage') assert.equal(v.correct, answers[key]!.includes('\nNO\n'), key);
+      else assert.equal(v.correct, false, key);
+    }
+  } finally {
+    await server.close();
+  }
+});
