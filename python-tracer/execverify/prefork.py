@@ -399,15 +399,17 @@ _SPARE_LIMITS = sandbox.Limits()
 
 
 _server = None
+# EXECVERIFY_PREFORK=off: no fork server (a fork of the worker per job, as
+# where there is none; for comparisons). Read at import: the worker replaces
+# its environment with the jobs' before it starts the server.
+_OFF = os.environ.get("EXECVERIFY_PREFORK") == "off"
 
 
 def start(warm=None) -> None:
     """Starts this process's fork server (the worker, once, before its first
-    request); `warm()` runs in the server before it forks its first child.
-    EXECVERIFY_PREFORK=off: none (a fork of the worker per job, as where
-    there is no fork server; for comparisons)."""
+    request); `warm()` runs in the server before it forks its first child."""
     global _server
-    if _server is None and available() and os.environ.get("EXECVERIFY_PREFORK") != "off":
+    if _server is None and available() and not _OFF:
         srv = Forkserver(warm=warm)
         try:
             srv.start()

@@ -238,6 +238,35 @@ class TheServerEndsWithItsWorker(unittest.TestCase):
         self.check(lambda p: p.send_signal(signal.SIGKILL))
 
 
+class WithoutAForkServer(unittest.TestCase):
+    """EXECVERIFY_PREFORK=off (and any OS without one): each job a fork of
+    the worker, answers through the answer host; both still judge right."""
+
+    def test_jobs_fork_the_worker_and_answers_go_through_the_answer_host(self):
+        env = dict(os.environ, EXECVERIFY_PREFORK="off", EXECVERIFY_ALLOW_UNISOLATED="1")
+        env["PYTHONPATH"] = TRACER_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        w = Worker.__new__(Worker)
+        w.proc = subprocess.Popen([sys.executable, "-u", "-S", "-c", WORKER_MAIN], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        w.n = 0
+        try:
+            pid = w.request("ping")["result"]["pid"]
+            t = w.trace("import os\ndef f():\n    return os.getppid()\n")
+            self.assertEqual(t["outcome"]["value"]["repr"], str(pid))  # forked by the worker itself
+            six = {"repr": "6", "type": "int", "literal": True}
+            forge = ("exec(\"import os\\nfor fd in range(3, 1025):\\n    try:\\n        os.write(fd, b'V'"
+                     " + (9).to_bytes(4, 'big') + b'[\\\"i\\\",6]')\\n    except OSError:\\n        pass\") or 7")
+            r = w.request("eval_expr", items=[{"answer": "2 * 3", "value": six, "mode": "typed"},
+                                              {"answer": forge, "value": six, "mode": "typed"},
+                                              {"answer": "3 + 3", "value": six, "mode": "typed"}])
+            self.assertTrue(r["ok"], r)
+            self.assertEqual([v["correct"] for v in r["result"]["results"]], [True, False, True], r)
+        finally:
+            w.proc.stdin.close()
+            w.proc.wait(30)
+            w.proc.stdout.close()
+
+
 @unittest.skipUnless(prefork.available(), "the fork server needs Linux")
 class SameTracesAsAForkPerJob(unittest.TestCase):
     """tracer.trace in this process, with and without a fork server."""
