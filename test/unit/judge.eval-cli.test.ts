@@ -70,7 +70,7 @@ test('user mistakes are one line and exit code 2', async () => {
   writeFileSync(join(dir, 'gens.json'), JSON.stringify({ [rows[0]!.id]: ['1'] }));
   const cases: [string[], RegExp][] = [
     [['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json'], /--mode must be output or input/],
-    [['eval', 'humaneval', '--mode', 'output'], /the benchmarks are cruxeval and reval/],
+    [['eval', 'humaneval', '--mode', 'output'], /the benchmarks are cruxeval, reval, lcb-exec/],
     [['eval', 'cruxeval', '--data', 'nope.jsonl', '--generations', 'gens.json', '--mode', 'output'], /cannot read --data/],
     [['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'output'], /no answers for 1 samples/],
   ];
