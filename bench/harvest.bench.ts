@@ -3,7 +3,8 @@
 // size is visible. Prints samples/s and seconds per stage, then the capture's
 // overhead against the plain test run of the large suite (612 tests) on
 // Python 3.11 and 3.12 in the same run, per capture backend; writes
-// bench/results/harvest.json. Run: npm run bench:harvest [-- --quick] [-- --capture-only]
+// bench/results/harvest.json. Run: npm run bench:harvest [-- --quick] [-- --capture-only] [-- --no-settrace]
+// (--no-settrace: the comparison backend, 6-10x slower, left out)
 // (EXECVERIFY_BENCH_PYTHONS=/path/a,/path/b picks the interpreters).
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -82,7 +83,12 @@ function captureOverhead(repeats: number): Record<string, unknown>[] {
     const stdlib = execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["stdlib"])'], { encoding: 'utf8' }).trim();
     const version = execFileSync(python, ['-c', 'import sys; print(sys.version.split()[0])'], { encoding: 'utf8' }).trim();
     const project = copyProject(stdlib, SIZES.large!);
-    const backends = ['plain', ...(version.startsWith('3.1') && Number(version.split('.')[1]) >= 12 ? ['monitoring'] : []), 'trampoline', 'settrace'];
+    const backends = [
+      'plain',
+      ...(version.startsWith('3.1') && Number(version.split('.')[1]) >= 12 ? ['monitoring'] : []),
+      'trampoline',
+      ...(process.argv.includes('--no-settrace') ? [] : ['settrace']),
+    ];
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const runs: Record<string, CaptureRun[]> = {};
     // Interleaved, so a change in the machine's load touches every backend alike.
