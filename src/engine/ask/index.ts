@@ -9,7 +9,7 @@ import type { Template } from '../model/templates';
 import type { Trace } from '../trace/schema';
 import { answerPrompt, type AnsweredPrompt, type AnsweredSample } from './answer';
 import { judgeAnswers, rewardResponses, verdictsOf } from './judge';
-import { prepareAsk, type AskPrompt, type AskTarget, type PreparedAsk } from './prepare';
+import { AskError, prepareAsk, type AskPrompt, type AskTarget, type PreparedAsk } from './prepare';
 
 export { answerPrompt, parseReply, requestFor, type AnswerablePrompt, type AnsweredPrompt, type AnsweredSample, type ParsedReply } from './answer';
 export { judgeAnswers, rewardResponses, verdictsOf } from './judge';
@@ -48,6 +48,8 @@ export interface AskResult {
  */
 export async function askPrepared(prepared: PreparedAsk, options: AskOptions): Promise<AskResult> {
   const { provider, judge, signal } = options;
+  // Its truth has not run yet: engine/live answers it now and judges it at the session's next stop.
+  if (prepared.target.kind === 'live') throw new AskError('nothing_to_ask', 'A live stop is judged when its session stops again (engine/live).');
   const replies = await Promise.allSettled(prepared.prompts.map((p) => answerPrompt(provider, p, { samples: options.samples, signal })));
   const prompts: PromptOutcome[] = [];
   for (const [i, prompt] of prepared.prompts.entries()) {

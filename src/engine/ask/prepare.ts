@@ -6,6 +6,7 @@ import { baselineQuestion } from '../model/baseline';
 import type { BaselineQuestion } from '../model/provider';
 import { renderPrompts, type RenderContext, type RenderedPrompt, type Template } from '../model/templates';
 import { generateQuestions, type QuestionOptions } from '../questions/generate';
+import { liveQuestions } from '../live/questions';
 import { nextStepQuestions } from '../questions/next-step';
 import { seedFrom } from '../questions/rng';
 import type { Question } from '../questions/schema';
@@ -13,8 +14,13 @@ import { referenceAnswer, toGroundTruth } from '../questions/truth';
 import { decodeTrace, type DecodedTrace } from '../trace/decode';
 import type { Entry, Trace } from '../trace/schema';
 
-/** What to ask about: the whole call, or the next step at the `line` event `step` (a debugger's cursor). */
-export type AskTarget = { kind: 'call' } | { kind: 'step'; step: number };
+/**
+ * What to ask about: the whole call, the next step at the `line` event `step`
+ * (a debugger's cursor), or the next step at a live session's stop (`step` of
+ * engine/live's one-stop trace: the truth is not run yet, so its prompts are
+ * answered here and judged by engine/live when the session stops again).
+ */
+export type AskTarget = { kind: 'call' } | { kind: 'step'; step: number } | { kind: 'live'; step: number };
 
 /** One prompt, ready to send and to judge. */
 export interface AskPrompt extends RenderedPrompt {
@@ -128,12 +134,15 @@ export function prepareAsk(trace: Trace, template: Template, target: AskTarget, 
   const policy = questionOptions(template, seed);
   let questions: Question[];
   let ctx: RenderContext;
-  if (target.kind === 'step') {
+  if (target.kind !== 'call') {
     const at = d.steps[target.step];
     if (!at || at.event !== 'line') {
       throw new AskError('not_a_line', `Step ${target.step} is a “${at?.event ?? 'missing'}” event, not a line: step to a line of code, then predict.`);
     }
-    questions = nextStepQuestions(trace, target.step, { seed, textMatchedNextLine: policy.textMatchedNextLine }, d);
+    questions =
+      target.kind === 'live'
+        ? liveQuestions(trace, target.step, seed, d.locals(target.step))
+        : nextStepQuestions(trace, target.step, { seed, textMatchedNextLine: policy.textMatchedNextLine }, d);
     if (questions.length === 0)
       throw new AskError('nothing_to_ask', `Nothing can be asked at step ${target.step}: the run ended (a limit?) before the next step was recorded.`);
     ctx = stopContext(trace, d, target.step, questions);

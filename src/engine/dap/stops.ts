@@ -20,7 +20,7 @@ export interface StopView {
 }
 
 /** The whole stack of `threadId` at the current stop. */
-export async function readStop(dap: DapClient, threadId: number): Promise<StopView> {
+export async function readStop(dap: Pick<DapClient, 'request'>, threadId: number): Promise<StopView> {
   const { stackFrames } = await dap.request<DebugProtocol.StackTraceResponse['body']>('stackTrace', { threadId, startFrame: 0, levels: 0 });
   return { threadId, frames: stackFrames.map((f) => ({ id: f.id, name: f.name, path: f.source?.path, line: f.line })) };
 }

@@ -28,6 +28,8 @@ export const ProvenanceSchema = z.object({
   test: z.string().nullable(),
   /** Third-party packages the sample imports (`harvest --allow-import`) → their version, or null when unknown. */
   imports: z.record(z.string().nullable()).optional(),
+  /** Where the ground truth comes from: absent, a whole recorded trace; "live-transition", one observed transition of a live debug session (docs/live-debugging.md). */
+  truth: z.literal('live-transition').optional(),
   /** How a synthesized or mutated sample was made (docs/synthesis.md); absent for harvested and editor samples. */
   synthesis: z
     .object({
