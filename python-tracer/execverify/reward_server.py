@@ -45,6 +45,7 @@ from .errors import WorkerError
 
 TOKEN_ENV = "EXECVERIFY_REWARD_TOKEN"
 ALLOW_UNISOLATED_ENV = "EXECVERIFY_ALLOW_UNISOLATED"
+PARENT_ENV = "EXECVERIFY_REWARD_EXIT_WITH_PARENT"
 MIN_TOKEN_LEN = 16
 DEFAULT_PORT = 5000  # OpenRLHF's examples use http://host:5000/get_reward
 DEFAULT_MAX_BODY = 16 << 20
@@ -610,8 +611,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  "token_required": token is not None,
                                  "isolation": mechanism}) + "\n")
     sys.stdout.flush()
-    while not stop.wait(3600):
-        pass
+    # Started by `execverify serve-reward`: stop with it, even when it is killed outright.
+    parent = os.getppid() if os.environ.pop(PARENT_ENV, None) == "1" else None
+    while not stop.wait(1.0):
+        if parent is not None and os.getppid() != parent:
+            sys.stderr.write("serve-reward: the execverify CLI that started this server is gone\n")
+            break
     sys.stderr.write("serve-reward: stopping: finishing the requests in flight\n")
     with server.lock:
         server.draining = True  # requests that arrive from now on get 503

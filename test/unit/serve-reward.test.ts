@@ -1,7 +1,8 @@
 // `execverify serve-reward` starts the Python reward server: it answers
 // OpenRLHF's and slime's requests with reward.py's rewards, takes the token
 // from --token or the environment (never onto the child's command line), and
-// stops when the CLI is interrupted.
+// stops when the CLI is interrupted or killed.
+import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -81,4 +82,33 @@ test('serve-reward on a non-loopback address refuses to start without a token, a
   s.stop();
   assert.equal(await s.exit, 0);
   assert.ok(!s.stderr().includes(token), 'the token is never logged');
+});
+
+test('the Python server stops when the CLI that started it is killed outright (SIGKILL)', async () => {
+  const root = join(__dirname, '..', '..');
+  const cli = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'serve-reward', '--port', '0', '--workers', '1', '--quiet'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    cli.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('listening')) resolve();
+    });
+    cli.once('exit', (code) => reject(new Error(`the CLI exited ${code} before listening`)));
+  });
+  const server = readFileSync(`/proc/${cli.pid}/task/${cli.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  assert.equal(server.length, 1, 'the CLI started one server process');
+  cli.kill('SIGKILL');
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); // a zombie has exited
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 600 && alive(server[0]!); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(alive(server[0]!), false, 'the server outlived its CLI');
 });
