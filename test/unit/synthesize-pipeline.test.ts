@@ -4,6 +4,7 @@
 // judge; the batch round trip gives the online dataset; the difficulty filter
 // keeps the band; a killed run resumes to the same dataset.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -337,4 +338,42 @@ test('export selects by curriculum level and pass band; synthesize prompts write
     ['s5-0', 's5-1', 's5-2'],
   );
   assert.equal(written[0]!.url, '/v1/chat/completions');
+});
+
+test('a synthesis killed with SIGKILL resumes to the same dataset, with no duplicate and no corrupt record', async () => {
+  await onlineRun();
+  const out = path.join(root, 'killed');
+  const REPO = path.resolve(__dirname, '..', '..');
+  const CLI = path.join(REPO, 'src', 'cli', 'main.ts');
+  const args = ['synthesize', '--count', String(specs.length), '--out', out, '--base-url', server.url, '--model', 'm', '--k', '0', '--jobs', '1', '--quiet'];
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, stdio: 'ignore', detached: true });
+  const answers = workFiles(out).answers;
+  // Kill the whole group (CLI + tracer workers) in the middle of the run.
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const lines = fs.existsSync(answers) ? fs.readFileSync(answers, 'utf8').split('\n').length - 1 : 0;
+      if (lines >= 6) {
+        clearInterval(timer);
+        process.kill(-child.pid!, 'SIGKILL');
+        resolve();
+      }
+    }, 10);
+    child.once('exit', () => {
+      clearInterval(timer);
+      reject(new Error('the run finished before it could be killed'));
+    });
+  });
+  await new Promise((r) => child.once('exit', r));
+  assert.ok(readAnswers(answers).size < specs.length, 'killed before the end');
+  const { main } = await import('../../src/cli/main');
+  let said = '';
+  const sink = { write: (t: string) => ((said += t), true) } as unknown as NodeJS.WritableStream;
+  const code = await main(args, { stdout: sink, stderr: sink, env: process.env, cwd: root, signal: new AbortController().signal });
+  assert.equal(code, 0, said);
+  const lines = fs.readFileSync(path.join(out, 'samples.jsonl'), 'utf8').trimEnd().split('\n');
+  const ids = lines.map((l) => (JSON.parse(l) as { id: string }).id);
+  assert.equal(new Set(ids).size, ids.length, 'no duplicate, every line a record');
+  assert.deepEqual(comparable(out), comparable(path.join(root, 'online')), 'the uninterrupted run’s samples');
+  const reasons = (d: SynthDrop[]) => d.map((x) => `${x.candidate}:${x.reason}`).sort();
+  assert.deepEqual(reasons(drops(out)), reasons(drops(path.join(root, 'online'))), 'the same drops, each once');
 });

@@ -3,10 +3,11 @@
 // it), and a result file imported back into work/answers.jsonl, after which
 // the pipeline runs exactly as online.
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { batchRequestLines, BatchRequestLineSchema, parseBatchResults, writeBatchFile, type BatchLineError, type BatchSettings } from '../model/batch';
 import { chatPrompt } from '../model/prompt';
 import { normaliseCode, type SampleRecord } from '../dataset/record';
-import { JsonlAppender, readStore } from '../dataset/store';
+import { JsonlAppender, readStore, repairTail } from '../dataset/store';
 import { parseProgramAnswer } from './answer';
 import { parseSpecId, sampleSpec, type Constraints, type Spec } from './constraints';
 import { readAnswers, workFiles, type AnswerRecord } from './pipeline';
@@ -149,6 +150,8 @@ export interface ImportSummary {
  */
 export function importSynthesisResults(out: string, resultsText: string, ids: readonly string[], model?: string): Omit<ImportSummary, 'specs'> {
   const work = workFiles(out);
+  fs.mkdirSync(path.dirname(work.answers), { recursive: true });
+  repairTail(work.answers);
   const known = readAnswers(work.answers);
   const parsed = parseBatchResults(resultsText, { api: 'chat', expected: ids, ...(model ? { model } : {}) });
   const log = new JsonlAppender(work.answers);

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { Difficulty, ModelAnswer, Provenance } from '../dataset/record';
 import { exactKey, sha256, splitFor } from '../dataset/record';
 import { buildSample } from '../dataset/sample';
-import { JsonlAppender, readJsonl, SampleStore } from '../dataset/store';
+import { JsonlAppender, readJsonl, repairTail, SampleStore } from '../dataset/store';
 import {
   DEFAULT_CHECK_SEEDS,
   DEFAULT_HASH_SEED,
@@ -216,6 +216,7 @@ export class CandidateProcessor {
     private readonly deps: Pick<SynthesisDeps, 'python' | 'tracerDir' | 'env' | 'questioner' | 'scorer' | 'now' | 'signal'>,
   ) {
     const dropsFile = options.dropsFile ?? workFiles(options.out).drops;
+    repairTail(dropsFile); // a kill's torn last line, cut before the next append
     this.dropLog = new JsonlAppender(dropsFile);
     for (const d of readJsonl(dropsFile, (v) => SynthDropSchema.parse(v)).items) this.decided.add(d.candidate);
     this.hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
@@ -541,6 +542,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
   const progress = deps.progress ?? silentProgress;
   const deadline = options.maxTimeS ? now() + options.maxTimeS * 1000 : Infinity;
   const work = workFiles(options.out);
+  repairTail(work.answers);
   const known = readAnswers(work.answers);
   const answerLog = new JsonlAppender(work.answers);
   let stoppedEarly = false;
