@@ -131,6 +131,10 @@ test('a synthesized store becomes "write this function" tasks whose tests are it
   const verl = await cli(['export', 'store', '--task', 'codegen', '--format', 'openrlhf', '--out', 'orl']);
   assert.equal(verl.code, 0, verl.out);
   assert.equal(rows(path.join(root, 'orl'))[0]!.label, row!.ground_truth);
+  const parquet = await cli(['export', 'store', '--task', 'codegen', '--format', 'verl', '--out', 'verl']);
+  assert.equal(parquet.code, 0, parquet.out);
+  assert.match(parquet.out, /1 rows written/);
+  assert.ok(fs.readdirSync(path.join(root, 'verl')).some((f) => f.endsWith('.parquet')));
 });
 
 test('a harvested store gives tasks too, from its captured calls', async () => {
