@@ -67,3 +67,26 @@ def test_grpo_trainer_runs_two_steps_with_the_codegen_reward(tmp_path):
     truth = json.loads(row["ground_truth"])
     source = next(r["code"] for r in store if r["provenance"]["function"] == truth["function"] and truth["tests"][0]["call"] == r["entry"])
     assert trl_reward(completions=["```python\n%s```" % source], ground_truth=[row["ground_truth"]]) == [1.0]
+
+
+def test_verl_parquet_of_codegen_tasks_read_by_pyarrow_and_scored_by_compute_score(tmp_path):
+    import pyarrow.parquet as pq
+
+    from execverify.reward import compute_score
+
+    out = os.path.join(str(tmp_path), "codegen-verl")
+    proc = subprocess.run(
+        [shutil.which("node"), "--import", "tsx", os.path.join(REPO, "src", "cli", "main.ts"), "export",
+         os.path.join(harvested(), "store"), "--task", "codegen", "--format", "verl", "--out", out],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = pq.read_table(os.path.join(out, "train.parquet")).to_pylist()
+    assert table and all(row["ability"] == "code_generation" for row in table)
+    store = [json.loads(line) for line in open(os.path.join(harvested(), "store", "samples.jsonl"), encoding="utf-8")]
+    for row in table[:3]:
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        first = truth["tests"][0]["call"]
+        source = next(r["code"] for r in store if r["provenance"]["function"] == truth["function"] and r["entry"] == first)
+        assert compute_score(row["data_source"], "```python\n%s```" % source, row["reward_model"]["ground_truth"], row["extra_info"]) == 1.0
+        assert compute_score(row["data_source"], "no code", row["reward_model"]["ground_truth"], row["extra_info"]) == 0.0
