@@ -9,6 +9,7 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { DapClient } from '../../src/engine/dap/client';
 import { RecordSchema } from '../../src/engine/dataset/record';
 import { JudgeClient } from '../../src/engine/judge/client';
+import { LiveFollower } from '../../src/engine/live/follow';
 import { assignedNames } from '../../src/engine/live/questions';
 import { readLiveStop, type LiveStop } from '../../src/engine/live/stop';
 import { askLive, liveSample, LiveTransition, type LiveJudged } from '../../src/engine/live/transition';
@@ -147,29 +148,93 @@ test('a wrong prediction is wrong; a value read inexactly (a 3,000-character str
   assert.throws(() => liveSample(judged, { project: 'fixtures', file: 'walk.py' }), /unknown/);
 });
 
-test('stepping into a call waits for the frame to come back; the next line is the one after the call', async () => {
+test('stepping into a call waits for the frame to come back; the next line is the one after the call (followed as a tracker sees the session)', async () => {
   await step('next'); // 8 → 9
   const stop = await readLiveStop(dap, threadId, { tracerDir });
   assert.equal(stop.line, 9);
   server.setScript(() => ({ text: answer(8, { total: ['2', 'int'], x: ['1', 'int'] }) }));
-  const asked = await askLive(stop, template, { provider });
-  const watch = new LiveTransition(asked);
+  const watch = new LiveTransition(await askLive(stop, template, { provider }));
+  // The editor's tracker forwards what it sees; the follower calls the live step.
   const seen: (number | 'judged')[] = [];
-  let judged: LiveJudged | 'wait' = 'wait';
-  for (const how of ['stepIn', 'next', 'next', 'next', 'next'] as const) {
-    watch.resumed(how);
-    const next = await step(how);
-    judged = await watch.stopped(next.stop, next.reason, judge);
-    seen.push(judged === 'wait' ? next.stop.line : 'judged');
-    if (judged !== 'wait') break;
+  let judged: LiveJudged | undefined;
+  let pending = Promise.resolve();
+  const follower = new LiveFollower({
+    resumed: (how) => watch.resumed(how),
+    stopped: (tid, reason) => {
+      pending = (async () => {
+        const at = await readLiveStop(dap, tid, { tracerDir });
+        const r = await watch.stopped(at, reason, judge);
+        seen.push(r === 'wait' ? at.line : 'judged');
+        if (r !== 'wait') judged = r;
+      })();
+    },
+    ended: () => undefined,
+  });
+  const forward = (e: unknown) => follower.didSend(e);
+  dap.on('stopped', forward);
+  try {
+    for (const how of ['stepIn', 'next', 'next', 'next', 'next'] as const) {
+      const stopped = dap.waitFor('stopped');
+      follower.willReceive({ seq: 0, type: 'request', command: how, arguments: { threadId } });
+      assert.equal(follower.current(), undefined, 'running: nothing to predict from');
+      await dap.request(how, { threadId });
+      await stopped;
+      await pending;
+      assert.deepEqual(follower.current(), { threadId });
+      if (judged) break;
+    }
+  } finally {
+    dap.off('stopped', forward);
   }
-  assert.notEqual(judged, 'wait', `stops: ${seen.join(', ')}`);
-  if (judged === 'wait') return;
+  assert.ok(judged, `stops: ${seen.join(', ')}`);
   assert.equal(seen[0], 2, 'into helper');
   assert.equal(judged.next, 8);
   const r = statuses(judged);
   assert.equal(r.next_line, 'right');
   assert.equal(r.total, 'right');
+});
+
+test("the follower takes any adapter's messages as data", () => {
+  const calls: string[] = [];
+  const f = new LiveFollower({
+    resumed: (h) => calls.push(`resumed ${h}`),
+    stopped: (t, r) => calls.push(`stopped ${t} ${r}`),
+    ended: () => calls.push('ended'),
+  });
+  f.didSend({ type: 'event', event: 'stopped', body: { reason: 'breakpoint', threadId: 7 } });
+  f.willReceive({ type: 'request', command: 'evaluate', arguments: { expression: 'x' } });
+  f.willReceive({ type: 'request', command: 'toString' });
+  assert.deepEqual(f.current(), { threadId: 7 }, 'an evaluate does not resume');
+  f.willReceive({ type: 'request', command: 'goto', arguments: { threadId: 7, targetId: 1 } });
+  f.didSend({ type: 'event', event: 'stopped', body: { reason: 'goto' } });
+  f.didSend({ type: 'event', event: 'stopped', body: 'not a body' });
+  f.didSend(null);
+  f.didSend({ type: 'event', event: 'terminated' });
+  assert.equal(f.current(), undefined);
+  assert.deepEqual(calls, ['stopped 7 breakpoint', 'resumed other', 'stopped 7 goto', 'ended']);
+});
+
+test('an adapter that cannot evaluate (any debug type): its shown values are marked inexact, so only the next line is judged', async () => {
+  const shownOnly = {
+    request: <T>(command: string, args?: unknown): Promise<T> =>
+      command === 'evaluate' ? Promise.reject(new Error('no evaluate')) : dap.request<T>(command, args),
+  };
+  const stop = await readLiveStop(shownOnly, threadId, { tracerDir });
+  assert.equal(stop.exact, false);
+  assert.equal(stop.fn, 'walk');
+  assert.equal(stop.first, 5, 'the def above the line, from the source');
+  assert.ok(Object.values(stop.locals).length > 0 && Object.values(stop.locals).every((v) => v.truncated === true));
+  server.setScript(() => ({ text: answer(stop.line === 8 ? 9 : 8, { total: ['2', 'int'] }) }));
+  const asked = await askLive(stop, template, { provider });
+  const watch = new LiveTransition(asked);
+  watch.resumed('next');
+  const next = await step('next');
+  const judged = await watch.stopped(await readLiveStop(shownOnly, threadId, { tracerDir }), next.reason, judge);
+  assert.notEqual(judged, 'wait');
+  if (judged === 'wait') return;
+  const r = judged.results[0]![0]!;
+  assert.equal(r[0]!.status, 'right', `next line ${judged.next}`);
+  assert.ok(r.slice(1).every((x) => x.status === 'unknown'));
 });
 
 test('resumed with continue: every answer is unknown (more than the next step may have run)', async () => {
