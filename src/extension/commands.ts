@@ -13,14 +13,17 @@ import {
   NoticeSchema,
   PredictionSchema,
   StepVerdictSchema,
+  TestPredictionSchema,
   TraceResultSchema,
   VerificationSchema,
   type ExportFormat,
   type InputCandidate,
   type Prediction,
   type StepVerdict,
+  type TestPrediction,
   type Verification,
 } from '../server/protocol';
+import { findTests } from '../engine/simulate/test-functions';
 import { toEngineError, type EngineClient } from './engine-client';
 import type { Log } from './log';
 import { readSettings } from './settings';
@@ -206,6 +209,34 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     return prediction;
   });
 
+  // Predict Result: the server shows the prediction (a lens) before the test runs, then the real result beside it.
+  const predictResult = guarded(async (uriArg?: unknown, nameArg?: unknown, lineArg?: unknown): Promise<TestPrediction | undefined> => {
+    if (!(await deps.trust.require('predict and run this test', ASKS_MODEL))) return undefined;
+    let target =
+      typeof uriArg === 'string' && typeof nameArg === 'string' && typeof lineArg === 'number' ? { uri: uriArg, name: nameArg, line: lineArg } : undefined;
+    const editor = vscode.window.activeTextEditor;
+    if (!target && editor?.document.languageId === 'python') {
+      const cursor = editor.selection.active.line + 1;
+      const test = findTests(editor.document.getText())
+        .filter((t) => t.line <= cursor)
+        .at(-1);
+      if (test) target = { uri: editor.document.uri.toString(), name: test.name, line: test.line };
+    }
+    if (!target)
+      return void vscode.window.showInformationMessage(
+        'ExecVerify: put the cursor in a pytest or unittest test, or use the “Predict result” CodeLens above it.',
+      );
+    const result = await client.request(Methods.predictTest, target, TestPredictionSchema);
+    const [passes, call] = result.answers;
+    const mark = (ok: boolean | null | undefined) => (ok === true ? '✓' : ok === false ? '✗' : '?');
+    void vscode.window.showInformationMessage(
+      `ExecVerify ${result.test}: predicted ${passes?.predicted === 'True' ? 'passes' : 'fails'} ${mark(passes?.ok)}; really ${result.real?.detail ?? 'not run'}` +
+        (call ? `; ${call.asked} → predicted ${call.predicted}, real ${call.actual ?? 'not recorded'} ${mark(call.ok)}` : ''),
+    );
+    if (result.problems.length > 0) log(`test prediction ${result.id}: ${result.problems.join('; ')}`);
+    return result;
+  });
+
   const revealVerdict = guarded(async (predictionId?: unknown): Promise<StepVerdict | undefined> => {
     if (!(await deps.trust.require('judge the prediction', RUNS_JUDGE))) return undefined;
     const id = typeof predictionId === 'string' ? predictionId : lastPrediction?.id;
@@ -266,6 +297,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     vscode.commands.registerCommand('execverify.verifyCall', verifyCall),
     vscode.commands.registerCommand('execverify.predictNextStep', predictNextStep),
     vscode.commands.registerCommand('execverify.revealVerdict', revealVerdict),
+    vscode.commands.registerCommand('execverify.predictResult', predictResult),
     vscode.commands.registerCommand('execverify.openPanel', openPanel),
     vscode.commands.registerCommand('execverify.addSample', addSample),
     vscode.commands.registerCommand('execverify.export', exportSamples),

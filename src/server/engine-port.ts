@@ -7,6 +7,8 @@ import type { Reward } from '../engine/judge/schema';
 import type { ChatMessage } from '../engine/model/prompt';
 import type { Question } from '../engine/questions/schema';
 import type { Entry, Limits, Trace } from '../engine/trace/schema';
+import type { PythonTest, TestContext } from '../engine/simulate/test-functions';
+import type { TestRun } from '../engine/simulate/test-predict';
 import type { Answerer, ErrorCode, ExportParams, ExportResult, Health, QuestionVerdict, Rewards, Settings, ShownValue, Usage } from './protocol';
 
 /** What a model call needs: the settings and the key (the key never leaves this object). */
@@ -36,6 +38,14 @@ export interface TraceRequest {
 export interface StepAsked {
   prompt: AskPrompt;
   answers: (string | null)[];
+}
+
+/** The model's answers to the Predict Result prompts, one per prompt. */
+export interface TestAnswers {
+  answers: (string | null)[];
+  answerer: Answerer;
+  usage: Usage;
+  problems: string[];
 }
 
 /** What a whole-call verification keeps for the sample store. */
@@ -98,6 +108,17 @@ export interface Engine {
   addSample(input: SampleRequest): Promise<{ id: string; added: boolean }>;
   exportSamples(storeDir: string, params: ExportParams, settings: Settings): Promise<ExportResult>;
   health(access: ModelAccess, signal: AbortSignal): Promise<Health>;
+  /** Predict Result: the test prompts (engine/simulate/test-predict) answered by the model (or the baseline). */
+  askTest(prompts: AskPrompt[], access: ModelAccess, signal: AbortSignal): Promise<TestAnswers>;
+  /** Predict Result: each answer judged against the test's real run (null: no truth). */
+  judgeTest(
+    test: PythonTest,
+    context: TestContext,
+    answers: (string | null)[],
+    run: TestRun,
+    access: ModelAccess,
+    signal: AbortSignal,
+  ): Promise<(boolean | null)[]>;
   close(): Promise<void>;
 }
 

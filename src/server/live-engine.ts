@@ -16,6 +16,7 @@ import type { Log } from '../engine/log';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
 import { editorSample } from './samples';
 import { predictStep, judgeStep, verifyCall, type Answering } from './asking';
+import { askTest, judgeTestAnswers } from './test-lens';
 
 export interface LiveEngineOptions {
   log: Log;
@@ -145,6 +146,8 @@ export class LiveEngine implements Engine, Answering {
   predictStep: Engine['predictStep'] = (trace, step, access, signal) => predictStep(this, trace, step, access, signal);
   judgeStep: Engine['judgeStep'] = (trace, step, prediction, access, signal) => judgeStep(this, trace, step, prediction, signal, access.settings);
   verifyCall: Engine['verifyCall'] = (trace, access, signal) => verifyCall(this, trace, access, signal);
+  askTest: Engine['askTest'] = (prompts, access, signal) => askTest(this, prompts, access, signal);
+  judgeTest: Engine['judgeTest'] = (test, context, answers, run, access, signal) => judgeTestAnswers(this, test, context, answers, run, access, signal);
 
   async addSample(input: Parameters<Engine['addSample']>[0]): Promise<{ id: string; added: boolean }> {
     const sample = editorSample(input);

@@ -266,6 +266,46 @@ export const InputCandidateSchema = z.object({
 export type InputCandidate = z.infer<typeof InputCandidateSchema>;
 export const InputsResultSchema = z.array(InputCandidateSchema);
 
+/** Predict Result: a test of the file, found by name and line (the CodeLens sends both). */
+export const PredictTestParamsSchema = z.object({
+  uri: z.string(),
+  name: z.string().min(1),
+  /** 1-based line of the test's `def`. */
+  line: z.number().int().positive(),
+  workDoneToken: z.union([z.string(), z.number()]).optional(),
+});
+export type PredictTestParams = z.infer<typeof PredictTestParamsSchema>;
+
+/** One asked expression of a test prediction: `passes(test_add)` or the tested call `add(2, 3)`. */
+export const TestAnswerSchema = z.object({
+  asked: z.string(),
+  /** The model's literal; "(no answer)" when it gave none. */
+  predicted: z.string(),
+  /** The real run's value; null before the run, or when the run does not record it. */
+  actual: z.string().nullable(),
+  /** The judge's verdict; null when there is no truth to judge against. */
+  ok: z.boolean().nullable(),
+});
+export type TestAnswer = z.infer<typeof TestAnswerSchema>;
+
+export const TestPredictionSchema = z.object({
+  id: z.string(),
+  uri: z.string(),
+  test: z.string(),
+  line: z.number().int(),
+  /** How the tracer ran the test, e.g. `test_add()` or `Calc("test_add").debug()`. */
+  entry: z.string(),
+  answers: z.array(TestAnswerSchema),
+  /** The real result; null until the test has run. */
+  real: z.object({ status: z.enum(['passed', 'failed', 'error']), detail: z.string() }).nullable(),
+  /** The recorded run (replay debugger, panel); null until the test has run. */
+  runId: z.string().nullable(),
+  answerer: AnswererSchema,
+  usage: UsageSchema,
+  problems: z.array(z.string()),
+});
+export type TestPrediction = z.infer<typeof TestPredictionSchema>;
+
 export const HealthSchema = z.object({
   /** untrusted: Restricted Mode, the endpoint was not contacted. */
   state: z.enum(['baseline', 'ok', 'down', 'untrusted']),
@@ -393,6 +433,7 @@ export const Methods = {
   trace: 'execverify/trace',
   adopt: 'execverify/adopt',
   predict: 'execverify/predict',
+  predictTest: 'execverify/predictTest',
   reveal: 'execverify/reveal',
   verify: 'execverify/verify',
   addSample: 'execverify/addSample',

@@ -34,6 +34,7 @@ import {
   Methods,
   PanelParamsSchema,
   PredictParamsSchema,
+  PredictTestParamsSchema,
   RevealParamsSchema,
   SetTrustSchema,
   StepChangedSchema,
@@ -49,6 +50,8 @@ import {
   type Notice,
   type PanelData,
   type Prediction,
+  type PredictTestParams,
+  type TestPrediction,
   type Settings,
   type StepVerdict,
   type TraceParams,
@@ -57,6 +60,8 @@ import {
 } from './protocol';
 import { RunStore, calledFunction, summarize, type PredictionRecord, type Run } from './runs';
 import { inlineItems, panelData } from './views';
+import { findTests, type PythonTest } from '../engine/simulate/test-functions';
+import { predictAndRun, testKey, testLenses } from './test-lens';
 
 /** Error code used in ResponseError for engine failures; `data.code` says which. */
 const ENGINE_ERROR = -32001;
@@ -73,7 +78,9 @@ export class EngineServer {
   private pullConfiguration = false;
   /** The first settings pull; requests wait for it (bounded) so they never run with defaults by accident. */
   private settingsLoaded: Promise<void> = Promise.resolve();
-  private readonly lensCache = new Map<string, { version: number; functions: PyFunction[] }>();
+  private readonly lensCache = new Map<string, { version: number; functions: PyFunction[]; tests: PythonTest[] }>();
+  /** Predict Result: the latest prediction (and real result) per test. */
+  private readonly testPredictions = new Map<string, TestPrediction>();
 
   constructor(
     private readonly connection: Connection,
@@ -117,6 +124,7 @@ export class EngineServer {
     this.handle(Methods.trace, TraceParamsSchema, (p, token) => this.trace(p, token));
     this.handle(Methods.adopt, AdoptParamsSchema, async (p) => this.adopt(p.uri, p.trace));
     this.handle(Methods.predict, PredictParamsSchema, (p, token) => this.predict(p.runId, p.step, p.workDoneToken, token));
+    this.handle(Methods.predictTest, PredictTestParamsSchema, (p, token) => this.predictTest(p, token));
     this.handle(Methods.reveal, RevealParamsSchema, (p, token) => this.reveal(p.predictionId, token));
     this.handle(Methods.verify, VerifyParamsSchema, (p, token) => this.verify(p.runId, p.workDoneToken, token));
     this.handle(Methods.addSample, AddSampleParamsSchema, (p) => this.addSample(p.verificationId, p.runId));
@@ -201,13 +209,18 @@ export class EngineServer {
   // ------------------------------------------------------------ CodeLens & inline
 
   functionsOf(uri: string): PyFunction[] {
+    return this.scanned(uri).functions;
+  }
+
+  private scanned(uri: string): { functions: PyFunction[]; tests: PythonTest[] } {
     const doc = this.documents.get(uri);
-    if (!doc) return [];
+    if (!doc) return { functions: [], tests: [] };
     const cached = this.lensCache.get(uri);
-    if (cached && cached.version === doc.version) return cached.functions;
-    const functions = findFunctions(doc.getText());
-    this.lensCache.set(uri, { version: doc.version, functions });
-    return functions;
+    if (cached && cached.version === doc.version) return cached;
+    const source = doc.getText();
+    const scan = { version: doc.version, functions: findFunctions(source), tests: findTests(source) };
+    this.lensCache.set(uri, scan);
+    return scan;
   }
 
   codeLenses(uri: string): CodeLens[] {
@@ -218,6 +231,7 @@ export class EngineServer {
       lenses.push({ range, command: { title: 'Trace…', command: 'execverify.trace', arguments: [uri, fn.name] } });
       lenses.push({ range, command: { title: 'Verify whole call', command: 'execverify.verifyCall', arguments: [uri, fn.name] } });
     }
+    lenses.push(...testLenses(uri, this.scanned(uri).tests, this.testPredictions, this.trusted));
     const stop = this.store.stop;
     if (stop && stop.uri === uri && stop.line !== undefined && stop.runId !== null) {
       const range = { start: { line: stop.line - 1, character: 0 }, end: { line: stop.line - 1, character: 0 } };
@@ -267,7 +281,7 @@ export class EngineServer {
 
   /** Says once per session that code ran without the OS sandbox (docs/security.md). */
   private isolationNotice(trace: Trace): void {
-    const isolation = trace.python.isolation;
+    const isolation = trace.python?.isolation ?? trace.runtime?.isolation;
     if (isolation === undefined || isolation === 'bubblewrap+seccomp' || this.isolationNoticeShown) return;
     this.isolationNoticeShown = true;
     this.notice({
@@ -381,6 +395,48 @@ export class EngineServer {
     this.publishInline(run.uri, run.id);
     void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
     return prediction;
+  }
+
+  /** Predict Result: the prediction first (shown at once), then the test's real run beside it. */
+  async predictTest(params: PredictTestParams, token: CancellationToken): Promise<TestPrediction> {
+    const access = this.access('predict and run the test');
+    const { file, source } = await this.sourceOf(params.uri);
+    const refresh = () => void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
+    const result = await this.withProgress(`ExecVerify: predicting ${params.name}`, params.workDoneToken, token, (signal, report) =>
+      predictAndRun(
+        this.engine,
+        access,
+        { id: this.store.newId('test'), uri: params.uri, file, source, name: params.name, line: params.line },
+        {
+          show: (prediction, test) => {
+            this.testPredictions.set(testKey(params.uri, test), prediction);
+            refresh();
+          },
+          run: async (test, runSignal) => {
+            this.requireTrust('run the test');
+            const trace = await this.engine.trace(
+              {
+                file,
+                source,
+                entry: { kind: 'call', expr: test.entry },
+                cwd: undefined,
+                env: undefined,
+                python: undefined,
+                limits: undefined,
+                settings: this.settings,
+              },
+              runSignal,
+            );
+            this.isolationNotice(trace);
+            return { runId: this.store.addRun({ uri: params.uri, file, entry: test.entry, trace }).id, trace };
+          },
+          report,
+        },
+        signal,
+      ),
+    );
+    this.baselineNotice(result.answerer);
+    return result;
   }
 
   private async judge(record: PredictionRecord, token: CancellationToken): Promise<StepVerdict> {
