@@ -60,7 +60,7 @@ async function recordTrace(): Promise<Trace> {
       limits: { steps: EVENTS, wallTimeMs: 600_000, cpuTimeMs: 600_000, traceBytes: 1024 * 1024 * 1024, memoryMb: 4096 },
     });
     console.log(
-      `recorded ${trace.steps.length} events with the real tracer (python ${trace.python.version}, ${trace.python.backend}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; outcome: ${trace.outcome.kind}`,
+      `recorded ${trace.steps.length} events with the real tracer (python ${trace.python!.version}, ${trace.python!.backend}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; outcome: ${trace.outcome.kind}`,
     );
     const save = arg('save');
     if (save) fs.writeFileSync(save, JSON.stringify(trace));

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
       console.log('\n(a) steps/s on dbg_loop.py, end to end');
       console.log('| tracer | entry | steps | ms | steps/s |');
       console.log('|---|---|---:|---:|---:|');
-      console.log(`| in-process (${ip.trace.python.backend}) | ${large} | ${ip.trace.steps.length} | ${ip.ms.toFixed(0)} | ${rate(ip).toFixed(0)} |`);
+      console.log(`| in-process (${ip.trace.python!.backend}) | ${large} | ${ip.trace.steps.length} | ${ip.ms.toFixed(0)} | ${rate(ip).toFixed(0)} |`);
       console.log(`| debugpy over DAP | ${small} | ${d1.trace.steps.length} | ${d1.ms.toFixed(0)} | ${rate(d1).toFixed(1)} |`);
       console.log(`| debugpy over DAP | ${large} | ${d2.trace.steps.length} | ${d2.ms.toFixed(0)} | ${rate(d2).toFixed(1)} |`);
       console.log(

@@ -128,7 +128,7 @@ export function summarize(run: Run): RunSummary {
     steps: run.trace.steps.length,
     outcome: describeOutcome(run.trace),
     outcomeKind: run.trace.outcome.kind,
-    pythonVersion: run.trace.python.version,
+    pythonVersion: run.trace.python?.version ?? 'n/a (C)',
   };
 }
 

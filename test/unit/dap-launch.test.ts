@@ -76,7 +76,7 @@ test('the engine server records "via": "debugpy" from the saved file, and refuse
   };
   try {
     const trace = await engine.trace(request, new AbortController().signal);
-    assert.equal(trace.python.isolation, 'none');
+    assert.equal(trace.python?.isolation, 'none');
     assert.deepEqual(trace.outcome, { kind: 'returned', value: { repr: '1', type: 'int', literal: true } });
     await assert.rejects(engine.trace({ ...request, source: source + '\n# edited\n' }, new AbortController().signal), /save it first/);
   } finally {

@@ -29,7 +29,7 @@ function reprOf(st: { locals: Record<string, { repr: string }> } | undefined, na
 }
 
 function minor(trace: Trace): number {
-  return Number(trace.python.version.split('.')[1]);
+  return Number(trace.python!.version.split('.')[1]);
 }
 
 const FOR_ELSE = `def f(xs):

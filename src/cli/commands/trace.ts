@@ -6,6 +6,7 @@ import { UsageError, type CliIO, type Command } from '../command';
 import { resolvePython } from '../../engine/python';
 import { TracerPool, TracerError, type TraceJob } from '../../engine/trace/runner';
 import { traceViaDebugpy } from '../../engine/dap/debugpy-tracer';
+import { traceViaLldb } from '../../engine/dap/lldb-tracer';
 import { TRACE_SCHEMA_VERSION, type Limits, type Trace, type Value } from '../../engine/trace/schema';
 
 const LIMIT_FLAGS: Array<[flag: string, key: keyof Limits]> = [
@@ -25,7 +26,7 @@ export const traceCommand: Command = {
   summary: 'Run FILE under the tracer and print every step (or the JSON trace with --json).',
   usage:
     'execverify trace FILE (--entry "f([1, 2], 3)" | --script [ARG ...] | --function mod:fn [--call-args "1, 2"]) ' +
-    '[--stdin PATH] [--json] [--python PATH] [--backend monitoring|settrace] [--via debugpy] ' +
+    '[--stdin PATH] [--json] [--python PATH] [--backend monitoring|settrace] [--via debugpy|lldb] ' +
     LIMIT_FLAGS.map(([f]) => `[--${f} N]`).join(' '),
   options: {
     entry: { type: 'string', short: 'e' },
@@ -107,13 +108,33 @@ export const traceCommand: Command = {
   },
 };
 
-/** `--via debugpy`: the same job recorded by driving a debugger over DAP (src/engine/dap/). */
+/** `--via debugpy` / `--via lldb` (a C file): the job recorded by driving a debugger over DAP (src/engine/dap/). */
 async function traceThroughDebugger(via: string, job: TraceJob, python: string, json: boolean, io: CliIO): Promise<number> {
-  if (via !== 'debugpy') throw new UsageError(`--via must be debugpy, not '${via}'`);
+  if (via === 'lldb') return traceThroughLldb(job, json, io);
+  if (via !== 'debugpy') throw new UsageError(`--via must be debugpy or lldb, not '${via}'`);
   if (job.entry.kind !== 'call' || job.path === undefined) throw new UsageError('--via debugpy records a call: give FILE and --entry "f(1, 2)"');
   if (job.stdin !== undefined || job.backend !== undefined) throw new UsageError('--via debugpy takes neither --stdin nor --backend');
   try {
     const trace = await traceViaDebugpy({ path: job.path, expr: job.entry.expr, python, env: io.env, limits: job.limits }, io.signal);
+    io.stdout.write(json ? JSON.stringify(trace) + '\n' : renderTrace(trace));
+    return 0;
+  } catch (err) {
+    if (err instanceof TracerError) {
+      io.stderr.write(`execverify trace: ${err.code === 'cancelled' ? 'cancelled' : err.message}\n`);
+      return err.code === 'cancelled' ? 130 : 1;
+    }
+    throw err;
+  }
+}
+
+/** `--via lldb`: a C program compiled with gcc -g -O0, its main stepped through lldb's DAP server. */
+async function traceThroughLldb(job: TraceJob, json: boolean, io: CliIO): Promise<number> {
+  if (job.path === undefined || job.entry.kind !== 'call' || !/^main(?:\(\))?$/.test(job.entry.expr.trim())) {
+    throw new UsageError('--via lldb records a C program from its main: give FILE.c and --entry main');
+  }
+  if (job.backend !== undefined) throw new UsageError('--via lldb takes no --backend');
+  try {
+    const trace = await traceViaLldb({ path: job.path, env: io.env, stdin: job.stdin, limits: job.limits }, io.signal);
     io.stdout.write(json ? JSON.stringify(trace) + '\n' : renderTrace(trace));
     return 0;
   } catch (err) {
@@ -150,7 +171,10 @@ function show(v: Value | undefined): string {
 export function renderTrace(trace: Trace): string {
   const out: string[] = [];
   const entry = trace.entry.kind === 'call' ? trace.entry.expr : trace.entry.kind === 'script' ? 'script' : `${trace.entry.target}(${trace.entry.args})`;
-  out.push(`${TRACE_SCHEMA_VERSION}: ${entry} in ${trace.files[0]?.path ?? '?'} — Python ${trace.python.version} (${trace.python.backend})`);
+  const runtime = trace.python
+    ? `Python ${trace.python.version} (${trace.python.backend})`
+    : `C (${trace.runtime?.compiler ?? '?'}, through ${trace.runtime?.debugger ?? '?'})`;
+  out.push(`${TRACE_SCHEMA_VERSION}: ${entry} in ${trace.files[0]?.path ?? '?'} — ${runtime}`);
   const sources = trace.files.map((f) => f.source.split('\n'));
   for (const s of trace.steps) {
     const indent = '  '.repeat(Math.min(s.depth, 20));

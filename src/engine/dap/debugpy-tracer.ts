@@ -4,7 +4,7 @@
 // in-process tracer (trace/runner.ts) stays the road for datasets: this one
 // is ~100× slower, and exists so that ground truth can come through a
 // debugger (docs/live-debugging.md; parity in docs/trace-format.md).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
@@ -13,7 +13,7 @@ import { TracerError } from '../worker/pool';
 import { TRACE_SCHEMA_VERSION, type Limits, type Outcome, type Step, type Trace, type Value } from '../trace/schema';
 import { safeParseTrace } from '../trace/validate';
 import { DapClient, DapError } from './client';
-import { decodePyRepr, readStop, type DapFrameView } from './stops';
+import { decodePyRepr, diff, readStop, stopProcessGroup, type DapFrameView } from './stops';
 
 /** One run to record through debugpy: a file and a call expression evaluated in its namespace. */
 export interface DebugpyTraceJob {
@@ -422,42 +422,6 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       ...(yielded ? { yielded: true } : {}),
     });
   }
-}
-
-/**
- * Ends the adapter and whatever it started (debugpy's launcher, the
- * debuggee): they share the process group the adapter leads, so one signal
- * to the group leaves nothing behind, even a launcher that would linger.
- */
-async function stopProcessGroup(child: ChildProcess): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    child.kill('SIGKILL'); // the group is gone already, or this platform has none
-  }
-  await exited;
-}
-
-/** Updates `known` to `now` and returns what changed, as a step's `set` / `del`. */
-function diff(known: Map<string, string>, now: Record<string, Value>): { set?: Record<string, Value>; del?: string[] } {
-  const set: Record<string, Value> = {};
-  const del: string[] = [];
-  for (const [name, v] of Object.entries(now)) {
-    const text = JSON.stringify(v);
-    if (known.get(name) !== text) {
-      // defineProperty: a local named __proto__ is a name like any other.
-      Object.defineProperty(set, name, { value: v, enumerable: true, writable: true, configurable: true });
-      known.set(name, text);
-    }
-  }
-  for (const name of [...known.keys()]) {
-    if (!(name in now)) {
-      del.push(name);
-      known.delete(name);
-    }
-  }
-  return { ...(Object.keys(set).length ? { set } : {}), ...(del.length ? { del } : {}) };
 }
 
 /** The entry's outcome, read at dap_entry's `# outcome` line. */

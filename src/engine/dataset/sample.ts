@@ -24,9 +24,10 @@ export function buildSample(parts: SampleParts): SampleInput {
     trace: {
       digest: sha256(stableJson(trace)),
       steps: trace.steps.length,
-      python: trace.python.version,
+      // A C trace (recorded through lldb) names its compiler in place of a Python version.
+      python: trace.python?.version ?? trace.runtime?.compiler ?? 'unknown',
       ...(seeds ? { hashSeed: seeds.hashSeed, confirmedSeeds: [...seeds.confirmed] } : {}),
-      ...(trace.python.isolation ? { isolation: trace.python.isolation } : {}),
+      ...(trace.python?.isolation ? { isolation: trace.python.isolation } : {}),
     },
     frames: traceFrames(trace, maxFrames ?? DEFAULT_MAX_FRAMES),
   };

@@ -8,6 +8,7 @@ import { traceFacts, type TraceFacts } from '../trace/facts';
 import type { Trace, Value } from '../trace/schema';
 import { seededRng, type Rng } from './rng';
 import type { Question } from './schema';
+import { isPointerType } from '../dap/lldb-values';
 
 export interface QuestionOptions {
   /** Seed of the selection; the same (trace, options) always gives the same questions. */
@@ -115,6 +116,25 @@ export function entryFunction(trace: Pick<Trace, 'entry'>): string | undefined {
   return last;
 }
 
+/** Line numbers of a C function: from its name's line to the `}` that closes its body (braces in strings and comments are not told apart). */
+export function cFunctionLines(source: string, defLine: number): number[] {
+  const lines = source.split('\n');
+  const out: number[] = [];
+  let depth = 0;
+  let opened = false;
+  for (let n = defLine; n <= lines.length; n++) {
+    out.push(n);
+    for (const c of lines[n - 1]!) {
+      if (c === '{') {
+        depth++;
+        opened = true;
+      } else if (c === '}') depth--;
+    }
+    if (opened && depth <= 0) return out;
+  }
+  return out;
+}
+
 /** Line numbers of a function's body: the `def` line's indented block (blank lines included). */
 export function functionLines(source: string, defLine: number): number[] {
   const lines = source.split('\n');
@@ -165,7 +185,8 @@ export function isClassValue(v: Value): boolean {
   return /^<(?:class|enum) '[^']*'>$/.test(v.repr) || /(?:^|\.)(?:type|\w*Meta(?:class)?|EnumType)$/.test(v.type);
 }
 /** Worth asking about: exact, not a function/module/class, not an address-only repr. */
-export const askable = (v: Value | undefined): v is Value => exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr);
+export const askable = (v: Value | undefined): v is Value =>
+  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr) && !isPointerType(v.type);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
 export interface Run {
@@ -241,7 +262,7 @@ export function frameContext(trace: Trace, frameId?: number, decoded: DecodedTra
   const file = trace.files[frame.file];
   const source = (file?.source ?? '').split('\n');
   const defLine = decoded.steps[frame.steps[0]!]!.line;
-  const body = functionLines(file?.source ?? '', defLine);
+  const body = trace.language === 'c' ? cFunctionLines(file?.source ?? '', defLine) : functionLines(file?.source ?? '', defLine);
   const textCount = new Map<string, number>();
   for (const n of body) {
     const t = normalizeLineText(source[n - 1] ?? '');

@@ -132,18 +132,32 @@ export const TraceFileSchema = z.object({
 /** The shapes of a trace's fields; TraceSchema adds the rules between them. */
 export const TraceShapeSchema = z.object({
   schema: z.literal(TRACE_SCHEMA_VERSION),
-  python: z.object({
-    version: z.string(),
-    implementation: z.string(),
-    /** Which hook recorded the run; the decoded trace is the same either way. */
-    backend: z.enum(['monitoring', 'settrace']),
-    /**
-     * How the run was isolated (docs/security.md): the OS sandbox and the
-     * job's seccomp filter, the filter alone, or nothing. Absent in traces
-     * written before it was recorded.
-     */
-    isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
-  }),
+  /** The program's language; absent: Python. A C trace has `runtime` in place of `python`. */
+  language: z.enum(['python', 'c']).optional(),
+  /** C (recorded through a debugger): what compiled the program and what stepped it. */
+  runtime: z
+    .object({
+      /** The compiler's version line, e.g. `gcc (Debian 12.2.0-14) 12.2.0`, and the flags used. */
+      compiler: z.string(),
+      /** The debug adapter, e.g. `lldb-vscode-14`. */
+      debugger: z.string(),
+      isolation: z.literal('none'),
+    })
+    .optional(),
+  python: z
+    .object({
+      version: z.string(),
+      implementation: z.string(),
+      /** Which hook recorded the run; the decoded trace is the same either way. */
+      backend: z.enum(['monitoring', 'settrace']),
+      /**
+       * How the run was isolated (docs/security.md): the OS sandbox and the
+       * job's seccomp filter, the filter alone, or nothing. Absent in traces
+       * written before it was recorded.
+       */
+      isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
+    })
+    .optional(),
   entry: EntrySchema,
   /** The standard input the run was given (the job's `stdin`); absent: none, and a read was limit `stdin`. */
   stdin: z.object({ text: z.string() }).optional(),
@@ -170,6 +184,11 @@ type TraceShape = z.infer<typeof TraceShapeSchema>;
  * Returns the first problem (a path into the trace and what was expected).
  */
 export function traceInconsistency(trace: TraceShape): { path: (string | number)[]; expected: string } | undefined {
+  if (trace.language === 'c' ? !trace.runtime || trace.python : !trace.python) {
+    return trace.language === 'c'
+      ? { path: ['runtime'], expected: 'a C trace to have runtime and no python' }
+      : { path: ['python'], expected: 'a Python trace to have python' };
+  }
   const files = trace.files.length;
   const begun = new Set<number>();
   const steps = trace.steps;

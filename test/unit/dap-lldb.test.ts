@@ -1,0 +1,196 @@
+// The C tracer through the real lldb DAP server (apt's lldb: lldb-vscode-14
+// on Debian 12) and gcc -g -O0: the executed line sequence of a fixture
+// checked against one derived by hand from its source, locals typed as lldb
+// shows them, pointers never asked, C questions judged by the one judge,
+// the limits, --stdin, and no process left behind. No lldb: the test fails
+// (CI installs it in .ci/run), it does not skip.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { main } from '../../src/cli/main';
+import { findLldbDap, traceViaLldb } from '../../src/engine/dap/lldb-tracer';
+import { generateQuestions } from '../../src/engine/questions/generate';
+import { JudgeClient } from '../../src/engine/judge/client';
+import { resolvePython } from '../../src/engine/python';
+import { TracerPool } from '../../src/engine/trace/runner';
+import { decodeTrace } from '../../src/engine/trace/decode';
+import { TraceSchema, type Trace, type Value } from '../../src/engine/trace/schema';
+
+const C = path.resolve(__dirname, '../fixtures/programs/c');
+const LIMITS = { wallTimeMs: 120_000 };
+const ENV = process.env;
+
+// Fails with what to install when the adapter is missing (never a skip).
+const ADAPTER = findLldbDap(ENV);
+
+const pool = new TracerPool({ python: resolvePython(undefined, ENV), size: 1, env: ENV });
+after(() => pool.close());
+
+let loop: Trace | undefined;
+const loopTrace = async () => (loop ??= await traceViaLldb({ path: path.join(C, 'loop.c'), env: ENV, limits: LIMITS }));
+
+/** Descendants of this process that are lldb or the debuggee (`prog`), still running; the judge's pool is not one. */
+function children(): string[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' });
+  const rows = out
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/));
+  const mine = new Set([String(process.pid)]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [pid, ppid] of rows) {
+      if (!mine.has(pid!) && mine.has(ppid!)) {
+        mine.add(pid!);
+        grew = true;
+      }
+    }
+  }
+  return rows.filter(([pid, , comm]) => pid !== String(process.pid) && mine.has(pid!) && /^(?:lldb|prog$)/.test(comm ?? '')).map((r) => r.join(' '));
+}
+
+test('loop.c: the executed lines are the ones derived by hand from its source, with a frame per call of square', async () => {
+  const trace = await loopTrace();
+  assert.equal(trace.language, 'c');
+  assert.equal(trace.python, undefined);
+  assert.match(trace.runtime!.compiler, /^gcc .*; gcc -g -O0$/);
+  assert.equal(trace.runtime!.debugger, path.basename(ADAPTER));
+  TraceSchema.parse(trace);
+  // main runs 14–19, then per element: 20, square's 9 10 11, back to the for (19); then 22–26.
+  // lldb's step into square stops at its first body line; the `for` line comes back for i++ and the test.
+  const perElement = ['20', 'call square', '9', '10', '11', 'return square', '19'];
+  const expected = ['call main', '14', '15', '16', '17', '18', '19', ...perElement, ...perElement, ...perElement, '22', '23', '24', '25', '26', 'return main'];
+  const got = trace.steps.map((s) => (s.event === 'line' ? String(s.line) : `${s.event} ${s.fn}`));
+  assert.deepEqual(got, expected);
+  // A call is at the function's own line (as for Python's co_firstlineno).
+  assert.deepEqual(
+    trace.steps.filter((s) => s.event === 'call').map((s) => s.line),
+    [13, 8, 8, 8],
+  );
+  assert.deepEqual(trace.outcome, { kind: 'returned', value: { repr: '0', type: 'int', literal: true } });
+  assert.equal(trace.stdout.text, '14 b 14\n');
+});
+
+test('loop.c: locals as lldb shows them, typed; a local appears once its declaration has run; a pointer is an opaque address', async () => {
+  const trace = await loopTrace();
+  const decoded = decodeTrace(trace);
+  const at = (line: number, k = 1) => {
+    const runs = trace.steps.filter((s) => s.event === 'line' && s.line === line);
+    return decoded.locals(runs[k - 1]!.i);
+  };
+  // Before line 14 runs nothing is declared yet: no garbage of uninitialised slots.
+  assert.deepEqual(Object.keys(at(14)), []);
+  const before22 = at(22);
+  assert.deepEqual(before22.total, { repr: '14', type: 'int', literal: true });
+  assert.deepEqual(before22.c, { repr: "'a'", type: 'char', literal: true });
+  assert.equal(before22.a!.repr, '[1, 2, 3]');
+  assert.equal(before22.a!.type, 'int[3]');
+  assert.equal(before22.a!.len, 3);
+  assert.deepEqual(
+    before22.a!.items!.map((v) => v.repr),
+    ['1', '2', '3'],
+  );
+  assert.deepEqual(before22.p, { repr: 'address', type: 'int *', literal: false });
+  assert.equal(before22.pt!.repr, '{.x = 4, .y = 5}');
+  assert.deepEqual(before22.pt!.attrs!.y, { repr: '5', type: 'int', literal: true });
+  assert.equal(before22.i, undefined, 'the loop variable is out of scope after the loop');
+  assert.deepEqual(at(20, 3).i, { repr: '2', type: 'int', literal: true });
+  assert.equal(at(24).c!.repr, "'b'");
+  assert.equal(at(10, 2).r!.repr, '4', "square's r on its second call");
+});
+
+test('loop.c: questions never ask about the pointer; next-line and state truths judge right and wrong answers', async () => {
+  const trace = await loopTrace();
+  const questions = generateQuestions(trace, { seed: 1, maxState: 200, maxNextLine: 200, output: false });
+  assert.ok(questions.length > 0, 'questions for a C trace');
+  const state = questions.filter((q) => q.kind === 'state');
+  assert.ok(state.length > 0);
+  assert.ok(!state.some((q) => q.var === 'p'), 'the pointer p is never asked');
+  const nextLine = questions.filter((q) => q.kind === 'next_line');
+  assert.ok(nextLine.length > 0);
+  // The next line after 22 is 23 in main's body (its truth comes from the trace).
+  const after22 = nextLine.find((q) => q.line === 22);
+  assert.ok(after22, 'a next-line question after line 22');
+  assert.equal(after22.truth.line, 23);
+  const judge = new JudgeClient(pool);
+  const byVar = (v: string) => state.find((q) => q.var === v && !('nil' in q.truth)) as (typeof state)[number] & { truth: Value };
+  const items = [];
+  const total = byVar('total');
+  const c = byVar('c');
+  const a = byVar('a');
+  assert.ok(total && c && a, `state questions on total, c and a (got ${state.map((q) => q.var).join(', ')})`);
+  items.push({ q: total, answer: total.truth.repr, right: true });
+  items.push({ q: total, answer: String(Number(total.truth.repr) + 1), right: false });
+  items.push({ q: c, answer: c.truth.repr, right: true });
+  // A char is judged as a char: its code is a different answer (docs/questions-and-judging.md).
+  items.push({ q: c, answer: String(c.truth.repr.charCodeAt(1)), right: false });
+  items.push({ q: a, answer: a.truth.repr, right: true });
+  items.push({ q: a, answer: a.truth.repr.replace(/\d+(?=\])/, (d: string) => String(Number(d) + 100)), right: false });
+  // State answers are `value; type` (the judge's format), the type as lldb names it.
+  const verdicts = await judge.judgeBatch(items.map(({ q, answer }) => ({ kind: q.kind, answer: `${answer}; ${q.truth.type}`, truth: q.truth })));
+  assert.deepEqual(
+    verdicts.map((v) => v.correct),
+    items.map((i) => i.right),
+    JSON.stringify(verdicts.map((v) => v.reason)),
+  );
+});
+
+test('--stdin feeds the program; a step limit stops a loop that never ends; nothing is left running', async () => {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (d: Buffer) => (text += d.toString()));
+  const err = new PassThrough();
+  let errText = '';
+  err.on('data', (d: Buffer) => (errText += d.toString()));
+  const stdinFile = path.join(C, 'echo.input');
+  const code = await main(['trace', path.join(C, 'echo.c'), '--entry', 'main', '--via', 'lldb', '--stdin', stdinFile, '--json'], {
+    stdout: out,
+    stderr: err,
+    env: ENV,
+    cwd: C,
+    signal: new AbortController().signal,
+  });
+  assert.equal(code, 0, errText);
+  const echo = TraceSchema.parse(JSON.parse(text));
+  assert.equal(echo.stdin?.text, '3 4\n5\n');
+  assert.deepEqual(echo.outcome, { kind: 'returned', value: { repr: '12', type: 'int', literal: true } });
+  assert.equal(echo.stdout.text, '12\n');
+  // One line event per loop test: the stop after stepping out of scanf is the same line continuing.
+  assert.deepEqual(
+    echo.steps.filter((s) => s.event === 'line').map((s) => s.line),
+    [4, 5, 6, 7, 6, 7, 6, 7, 6, 9, 10, 11],
+  );
+
+  const forever = await traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { ...LIMITS, steps: 25 } });
+  assert.deepEqual(forever.outcome, { kind: 'limit', limit: 'steps', message: 'stopped after 25 steps' });
+  assert.equal(forever.steps.length, 25);
+  assert.deepEqual(children(), [], 'lldb and the program ended');
+});
+
+test('cancelling stops lldb and the program at once; a wall-time limit keeps what was recorded', async () => {
+  const ac = new AbortController();
+  const run = traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 600_000, steps: 1_000_000 } }, ac.signal);
+  // Cancel once the program is being stepped (lldb and the debuggee both exist).
+  while (children().length < 2) await new Promise((r) => setTimeout(r, 50));
+  ac.abort();
+  await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
+  assert.deepEqual(children(), [], 'nothing left behind after a cancel');
+});
+
+test("a compile error is a clear error with gcc's message", async () => {
+  const err = new PassThrough();
+  let errText = '';
+  err.on('data', (d: Buffer) => (errText += d.toString()));
+  const code = await main(['trace', path.join(C, 'broken.c'), '--entry', 'main', '--via', 'lldb'], {
+    stdout: new PassThrough(),
+    stderr: err,
+    env: ENV,
+    cwd: C,
+    signal: new AbortController().signal,
+  });
+  assert.equal(code, 1);
+  assert.match(errText, /gcc -g -O0 failed:[\s\S]*broken\.c/);
+  assert.deepEqual(children(), []);
+});
