@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { CodeLens } from 'vscode-languageserver/node';
+import { findTests, testContext } from '../../src/engine/simulate/test-functions';
 import { TestPredictionSchema, type TestPrediction } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
 import { startServer, waitFor, type ServerUnderTest } from './lsp-client';
@@ -64,6 +65,11 @@ const source = [
   'def test_hostile():', // 45
   '    assert double(1) == 2', // 46
   '', // 47
+  '', // 48
+  'def test_forever():', // 49
+  '    while True:', // 50
+  '        double(1)', // 51
+  '', // 52
 ].join('\n');
 writeFileSync(file, source);
 const uri = pathToFileURL(file).href;
@@ -137,6 +143,7 @@ test('a Predict result lens is above each pytest and unittest test, and above no
       [22, 'test_mul', 22],
       [30, 'test_base', 30],
       [45, 'test_hostile', 45],
+      [49, 'test_forever', 49],
     ],
     'not on double, not_a_test, setUp, helper, nor a test that takes a fixture',
   );
@@ -219,6 +226,45 @@ test('a hostile model answer is a literal judged wrong: nothing it says runs, th
   assert.equal(existsSync(MARKER), false, 'the code in the answer never ran');
   const titles = await testTitles(44);
   assert.ok(titles.length === 4 && titles.every((t) => t.length < 200 && !t.includes('\n')), titles.join(' | '));
+});
+
+test('a test that hits a limit neither passes nor fails: the pass prediction is not judged, the limit is shown', async () => {
+  const p = await predictTest('test_forever', 49);
+  assert.equal(p.real?.status, 'error');
+  assert.match(p.real!.detail, /^did not finish \(limit: /);
+  assert.equal(p.answers[0]!.ok, null);
+  assert.equal(p.answers[0]!.actual, null);
+});
+
+test('the scan: docstrings, nested functions, imports in parentheses and aliases', () => {
+  const code = [
+    'import unittest as ut',
+    'from calc import (add,',
+    '    mul as times)',
+    '"""',
+    'def test_in_docstring():',
+    '"""',
+    'def outer():',
+    '    def test_nested():',
+    '        pass',
+    'class Helper:',
+    '    def test_not_collected(self):',
+    '        pass',
+    'class Case(ut.TestCase):',
+    '    def test_it(self):',
+    '        self.assertEqual(times(2, 3), 6)',
+    '',
+  ].join('\n');
+  const tests = findTests(code);
+  assert.deepEqual(
+    tests.map((t) => [t.name, t.style, t.entry]),
+    [['test_it', 'unittest', 'Case("test_it").debug()']],
+  );
+  const ctx = testContext(code, tests[0]!, (m) => (m === 'calc' ? 'def mul(a, b):\n    return a * b\n' : undefined));
+  assert.equal(ctx.call, 'times(2, 3)');
+  assert.equal(ctx.callee, 'times');
+  assert.equal(ctx.calleeTraced, false);
+  assert.match(ctx.code, /^# from calc\.py\ndef mul\(a, b\):\n    return a \* b\n\n\nclass Case\(ut\.TestCase\):/);
 });
 
 test('a test that is not there is a clear error', async () => {

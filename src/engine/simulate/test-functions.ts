@@ -102,7 +102,10 @@ export function testContext(source: string, test: PythonTest, readModule: (modul
   const own = new Map<string, number>();
   for (const fn of findFunctions(source)) if (fn.topLevel && !fn.name.startsWith('test')) own.set(fn.name, fn.line - 1);
   const imported = new Map<string, string>();
-  for (const text of lines) {
+  for (const [i, first] of lines.entries()) {
+    // `from m import (a,\n    b)`: the names run on to the closing parenthesis.
+    let text = first.replace(/#.*/, '');
+    for (let j = i + 1; text.includes('(') && !text.includes(')') && j < lines.length; j++) text += ` ${lines[j]!.replace(/#.*/, '')}`;
     const m = FROM_IMPORT.exec(text);
     if (!m) continue;
     for (const part of m[2]!.split(',')) {
