@@ -8,14 +8,18 @@
 //     out its start-up (adapter, launcher, debuggee).
 // (b) the parity table: every program of test/fixtures/programs/dap-parity.json
 //     recorded by both, compared by src/engine/dap/parity.ts.
+// (c) steps/s of the C tracer through lldb's DAP server on
+//     test/fixtures/programs/c/echo.c (sums the numbers on its stdin: 10, then
+//     100), end to end (gcc included) and marginal, in the same run as (a).
 //
 // Environment: EXECVERIFY_PYTHON picks the interpreter (default .venv/bin/python,
-// which has debugpy); BENCH_PARTS (default "ab").
+// which has debugpy); BENCH_PARTS (default "abc").
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { debugpyInfo, traceViaDebugpy } from '../src/engine/dap/debugpy-tracer';
+import { findLldbDap, traceViaLldb } from '../src/engine/dap/lldb-tracer';
 import { compareTraces } from '../src/engine/dap/parity';
 import { TracerPool } from '../src/engine/trace/runner';
 import type { Trace } from '../src/engine/trace/schema';
@@ -25,7 +29,7 @@ const PROGRAMS = path.join(REPO, 'test/fixtures/programs');
 const venv = path.join(REPO, '.venv/bin/python');
 const python = process.env.EXECVERIFY_PYTHON?.trim() || (existsSync(venv) ? venv : 'python3');
 const env = { ...process.env, PYTHONHASHSEED: '0' };
-const parts = process.env.BENCH_PARTS ?? 'ab';
+const parts = process.env.BENCH_PARTS ?? 'abc';
 const limits = { wallTimeMs: 600_000 };
 
 async function timed(record: () => Promise<Trace>): Promise<{ trace: Trace; ms: number }> {
@@ -59,6 +63,25 @@ async function main(): Promise<void> {
       console.log(`| debugpy over DAP | ${large} | ${d2.trace.steps.length} | ${d2.ms.toFixed(0)} | ${rate(d2).toFixed(1)} |`);
       console.log(
         `debugpy marginal rate (start-up left out): ${marginal.toFixed(1)} steps/s; in-process / debugpy (end to end, ${large}): ${(rate(ip) / rate(d2)).toFixed(0)}×`,
+      );
+    }
+    if (parts.includes('c')) {
+      const file = path.join(PROGRAMS, 'c/echo.c');
+      const numbers = (n: number) => Array.from({ length: n }, (_, k) => String(k)).join(' ') + '\n';
+      const lldb = (n: number) => timed(() => traceViaLldb({ path: file, env, stdin: numbers(n), limits }));
+      const l1 = await lldb(10);
+      const l2 = await lldb(100);
+      const rate = (t: { trace: Trace; ms: number }) => (t.trace.steps.length / t.ms) * 1000;
+      console.log(`\n(c) steps/s of the C tracer through ${path.basename(findLldbDap(env))} on c/echo.c, end to end (gcc -g -O0 included)`);
+      console.log('| tracer | stdin | steps | ms | steps/s |');
+      console.log('|---|---|---:|---:|---:|');
+      for (const [n, t] of [
+        [10, l1],
+        [100, l2],
+      ] as const)
+        console.log(`| lldb over DAP | ${n} numbers | ${t.trace.steps.length} | ${t.ms.toFixed(0)} | ${rate(t).toFixed(1)} |`);
+      console.log(
+        `lldb marginal rate (start-up and gcc left out): ${(((l2.trace.steps.length - l1.trace.steps.length) / (l2.ms - l1.ms)) * 1000).toFixed(1)} steps/s`,
       );
     }
     if (parts.includes('b')) {
