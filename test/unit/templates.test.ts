@@ -44,6 +44,7 @@ test('every built-in template file is versioned and valid', () => {
     'execverify',
     'execverify-authors',
     'next-step',
+    'predict-test',
     'reval',
   ]);
 });

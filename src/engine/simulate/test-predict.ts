@@ -6,15 +6,14 @@
 // question. See docs/self-simulation.md#in-the-editor.
 import { judgeAnswers, type AskPrompt } from '../ask';
 import type { JudgeClient } from '../judge/client';
-import { renderPrompts, TemplateSchema, type Template } from '../model/templates';
-import predictTest from '../model/templates/predict-test.json';
+import { BUILTIN_TEMPLATES, renderPrompts, type Template } from '../model/templates';
 import type { Question } from '../questions/schema';
 import { referenceAnswer, toGroundTruth } from '../questions/truth';
 import type { Trace, Value } from '../trace/schema';
 import type { OutputTruth } from './predict';
 import type { PythonTest, TestContext } from './test-functions';
 
-export const PREDICT_TEST_TEMPLATE: Template = TemplateSchema.parse(predictTest);
+export const PREDICT_TEST_TEMPLATE: Template = BUILTIN_TEMPLATES.find((t) => t.name === 'predict-test')!;
 
 const TRUE: Value = { repr: 'True', type: 'bool', literal: true };
 const FALSE: Value = { repr: 'False', type: 'bool', literal: true };

@@ -12,6 +12,7 @@ import reval from './reval.json';
 import cruxevalOutput from './cruxeval-output.json';
 import cruxevalInput from './cruxeval-input.json';
 import nextStep from './next-step.json';
+import predictTest from './predict-test.json';
 
 const KINDS = ['output', 'input', 'next_line', 'state', 'state_any', 'coverage'] as const;
 const PROMPT_FIELDS = ['code', 'code_numbered', 'code_numbered_assert', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'locals', 'questions'];
@@ -68,7 +69,7 @@ export const TemplateSchema = z
   });
 export type Template = z.infer<typeof TemplateSchema>;
 
-export const BUILTIN_TEMPLATES: readonly Template[] = [execverify, execverifyAuthors, reval, cruxevalOutput, cruxevalInput, nextStep].map((t) =>
+export const BUILTIN_TEMPLATES: readonly Template[] = [execverify, execverifyAuthors, reval, cruxevalOutput, cruxevalInput, nextStep, predictTest].map((t) =>
   TemplateSchema.parse(t),
 );
 
