@@ -228,10 +228,12 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
       );
     const result = await client.request(Methods.predictTest, target, TestPredictionSchema);
     const [passes, call] = result.answers;
-    const mark = (ok: boolean | null | undefined) => (ok === true ? '✓' : ok === false ? '✗' : '?');
+    // ✓ / ✗: the judge's verdict on the prediction; nothing where the run gives no truth to judge against.
+    const mark = (ok: boolean | null | undefined) => (ok === true ? ' ✓' : ok === false ? ' ✗' : '');
+    const verdict = passes?.predicted === 'True' ? 'passes' : passes?.predicted === 'False' ? 'fails' : `“${passes?.predicted ?? ''}”`;
     void vscode.window.showInformationMessage(
-      `ExecVerify ${result.test}: predicted ${passes?.predicted === 'True' ? 'passes' : 'fails'} ${mark(passes?.ok)}; really ${result.real?.detail ?? 'not run'}` +
-        (call ? `; ${call.asked} → predicted ${call.predicted}, real ${call.actual ?? 'not recorded'} ${mark(call.ok)}` : ''),
+      `ExecVerify ${result.test}: predicted ${verdict}${mark(passes?.ok)}; really ${result.real?.detail ?? 'not run'}` +
+        (call ? `; ${call.asked} → predicted ${call.predicted}, real ${call.actual ?? 'not recorded'}${mark(call.ok)}` : ''),
     );
     if (result.problems.length > 0) log(`test prediction ${result.id}: ${result.problems.join('; ')}`);
     return result;
