@@ -230,10 +230,12 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     const [passes, call] = result.answers;
     // ✓ / ✗: the judge's verdict on the prediction; nothing where the run gives no truth to judge against.
     const mark = (ok: boolean | null | undefined) => (ok === true ? ' ✓' : ok === false ? ' ✗' : '');
-    const verdict = passes?.predicted === 'True' ? 'passes' : passes?.predicted === 'False' ? 'fails' : `“${passes?.predicted ?? ''}”`;
+    // A model's answer may be any length: the message keeps the start of each.
+    const cut = (t: string) => (t.length > 80 ? `${t.slice(0, 79)}…` : t);
+    const verdict = passes?.predicted === 'True' ? 'passes' : passes?.predicted === 'False' ? 'fails' : `“${cut(passes?.predicted ?? '')}”`;
     void vscode.window.showInformationMessage(
-      `ExecVerify ${result.test}: predicted ${verdict}${mark(passes?.ok)}; really ${result.real?.detail ?? 'not run'}` +
-        (call ? `; ${call.asked} → predicted ${call.predicted}, real ${call.actual ?? 'not recorded'}${mark(call.ok)}` : ''),
+      `ExecVerify ${result.test}: predicted ${verdict}${mark(passes?.ok)}; really ${cut(result.real?.detail ?? 'not run')}` +
+        (call ? `; ${call.asked} → predicted ${cut(call.predicted)}, real ${cut(call.actual ?? 'not recorded')}${mark(call.ok)}` : ''),
     );
     if (result.problems.length > 0) log(`test prediction ${result.id}: ${result.problems.join('; ')}`);
     return result;
