@@ -137,6 +137,24 @@ test('loop.c: questions never ask about the pointer; next-line and state truths 
   );
 });
 
+test('types.c: unsigned, double, a 2-D array, a string pointer, a long; a type the answer cannot name is not asked', async () => {
+  const trace = await traceViaLldb({ path: path.join(C, 'types.c'), env: ENV, limits: LIMITS });
+  const decoded = decodeTrace(trace);
+  const last = decoded.locals(trace.steps.filter((s) => s.event === 'line' && s.line === 8)[0]!.i);
+  assert.deepEqual(last.u, { repr: '7', type: 'unsigned int', literal: true });
+  assert.deepEqual(last.d, { repr: '10.5', type: 'double', literal: true });
+  assert.equal(last.grid!.repr, '[[1, 2], [3, 4]]');
+  assert.equal(last.grid!.type, 'int[2][2]');
+  assert.equal(last.grid!.literal, true);
+  assert.deepEqual(last.name, { repr: 'address', type: 'const char *', literal: false });
+  assert.deepEqual(last.big, { repr: '5000000000', type: 'long', literal: true });
+  assert.deepEqual(trace.outcome, { kind: 'returned', value: { repr: '10', type: 'int', literal: true } });
+  const asked = new Set(generateQuestions(trace, { seed: 1, maxState: 200, output: false }).flatMap((q) => (q.kind === 'state' ? [q.var] : [])));
+  assert.ok(asked.has('d') && asked.has('grid') && asked.has('big'), [...asked].join(', '));
+  assert.ok(!asked.has('name'), 'a pointer is never asked');
+  assert.ok(!asked.has('u'), "`unsigned int` cannot be written in the judge's `value; type`");
+});
+
 test('--stdin feeds the program; a step limit stops a loop that never ends; nothing is left running', async () => {
   const out = new PassThrough();
   let text = '';

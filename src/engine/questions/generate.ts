@@ -184,9 +184,13 @@ const ADDRESS_RE = / at (?:0x[0-9a-fA-F]+|<addr>)>/;
 export function isClassValue(v: Value): boolean {
   return /^<(?:class|enum) '[^']*'>$/.test(v.repr) || /(?:^|\.)(?:type|\w*Meta(?:class)?|EnumType)$/.test(v.type);
 }
-/** Worth asking about: exact, not a function/module/class, not an address-only repr. */
+/**
+ * Worth asking about: exact, not a function/module/class, not an address-only
+ * repr, not a C pointer, and of a type the `value; type` answer can name (the
+ * judge reads one word: C's `unsigned int` cannot be answered, so it is not asked).
+ */
 export const askable = (v: Value | undefined): v is Value =>
-  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr) && !isPointerType(v.type);
+  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr) && !isPointerType(v.type) && !/\s/.test(v.type);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
 export interface Run {
