@@ -36,8 +36,12 @@ let threadId = 1;
 /** Resumes the session with `how` and reads the stop it comes to. */
 async function step(how: 'next' | 'stepIn' | 'stepOut'): Promise<{ stop: LiveStop; reason: string }> {
   const stopped = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+  const ended = dap.waitFor('terminated').then(() => {
+    throw new Error(`the program ended on ${how} instead of stopping`);
+  });
+  ended.catch(() => undefined);
   await dap.request(how, { threadId });
-  const e = await stopped;
+  const e = await Promise.race([stopped, ended]);
   return { stop: await readLiveStop(dap, threadId, { tracerDir }), reason: e.body.reason };
 }
 
@@ -248,4 +252,25 @@ test('resumed with continue: every answer is unknown (more than the next step ma
   assert.notEqual(judged, 'wait');
   if (judged === 'wait') return;
   assert.ok(judged.results[0]![0]!.every((r) => r.status === 'unknown' && /continue/.test(r.why)));
+});
+
+test('stepping in at the return: the next line is -1, the values are the returning frame’s, read at debugpy’s return stop in the caller', async () => {
+  let stop = await readLiveStop(dap, threadId, { tracerDir });
+  assert.equal(stop.line, 8);
+  stop = (await step('next')).stop;
+  assert.equal(stop.line, 10);
+  server.setScript(() => ({ text: answer(-1, { total: ['6', 'int'], xs: ['[1, 2]', 'list'] }) }));
+  const watch = new LiveTransition(await askLive(stop, template, { provider }));
+  watch.resumed('stepIn');
+  const next = await step('stepIn');
+  assert.equal(next.stop.fn, 'main');
+  assert.ok(next.stop.callee, 'debugpy stops in the caller with the callee still below');
+  const judged = await watch.stopped(next.stop, next.reason, judge);
+  assert.notEqual(judged, 'wait');
+  if (judged === 'wait') return;
+  assert.equal(judged.next, -1);
+  const r = statuses(judged);
+  assert.equal(r.next_line, 'right');
+  assert.equal(r.total, 'right');
+  assert.equal(r.xs, 'right');
 });
