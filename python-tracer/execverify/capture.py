@@ -60,7 +60,7 @@ TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "tests.py", "test.py", "conftest
 TEST_DIRS = ("tests", "test", "testing")
 
 # Reasons counted once per function; the others count calls.
-FUNCTION_REASONS = ("method_or_nested", "generator", "per_function_cap", "inspects_frames")
+FUNCTION_REASONS = ("method_or_nested", "generator", "per_function_cap", "inspects_frames", "instance_unbuildable")
 # A function that looks at the stack (its caller's frame, a warning's
 # stacklevel) would see a trampoline's frame: it keeps its own code.
 _FRAME_NAMES = frozenset(["_getframe", "currentframe", "stack", "getouterframes", "getframeinfo", "f_back",
@@ -408,6 +408,18 @@ def _bare_instance(obj, cls, namespace):
     return "%s()" % name if namespace.get(name) is cls else None
 
 
+def _buildable(cls) -> bool:
+    """Whether an instance of `cls` can ever be rebuilt by a sample: its
+    `__init__` is written in Python (followed, or a dataclass's), or it keeps
+    object's `__init__` and `__new__` (`Box()`). Fraction (its own `__new__`)
+    or a subclass of dict with dict's `__init__` cannot: their methods and
+    dunders are not followed at all, which is most of what methods cost."""
+    init = _lookup(cls, "__init__")
+    if type(init) is types.FunctionType:
+        return True
+    return init is object.__init__ and _lookup(cls, "__new__") is object.__new__
+
+
 def _class_functions(namespace):
     """{id(code): (`Class.name`, kind, function)} for the functions of a module's top-level classes."""
     found = {}
@@ -416,11 +428,12 @@ def _class_functions(namespace):
         try:
             if not isinstance(cls, type) or _TYPE_NAME(cls) != name or _CLASS_DICT(cls).get("__module__") != module:
                 continue
+            buildable = _buildable(cls)
             for attr, fn in list(_CLASS_DICT(cls).items()):
                 if type(fn) is types.FunctionType:
                     kind = _method_kind(attr, fn.__code__)
                     if kind is not None:
-                        found[id(fn.__code__)] = ("%s.%s" % (name, attr), kind, fn)
+                        found[id(fn.__code__)] = ("%s.%s" % (name, attr), kind if buildable else None, fn)
         except Exception:
             continue
     return found
@@ -557,6 +570,7 @@ class CallCapture:
         # untracks an empty dict, and the next call would track it again (a test
         # counting gc objects would see one more).
         self._pending = {_PENDING_ANCHOR: ([],)}
+        self._stopped = {}  # id(code) -> code whose events are disabled (monitoring)
         self._generators = 0  # generator entries in _pending
         self._previous = None
         self._tool = None
@@ -666,6 +680,8 @@ class CallCapture:
             method = self._method_of(code, module_globals)
             if method is None:
                 return "method_or_nested"
+            if method[1] is None:
+                return "instance_unbuildable"
             return (rel, method[0], method[1])
         return (rel, name)
 
@@ -960,6 +976,7 @@ class CallCapture:
         instances a sample can rebuild (`init`, `touch`); the others are counted once."""
         if depth > 3:
             return
+        buildable = _buildable(cls)
         for attr, value in list(_CLASS_DICT(cls).items()):
             bound = type(value) in (staticmethod, classmethod)
             if bound:
@@ -974,8 +991,10 @@ class CallCapture:
                     self._fn_drop("inspects_frames", self._code_key(code))
                     continue
                 kind = None if bound or depth else _method_kind(attr, code)
-                if kind is not None:
+                if kind is not None and buildable:
                     self._swap(value, kind, (rel, "%s.%s" % (_TYPE_NAME(cls), attr)))
+                elif kind is not None:
+                    self._swap(value, "once", ("instance_unbuildable", self._code_key(code)))
                 else:
                     self._swap(value, "generator" if code.co_flags & _GENERATOR else "once",
                                ("generator" if code.co_flags & _GENERATOR else "method_or_nested", self._code_key(code)))
@@ -1174,7 +1193,7 @@ class CallCapture:
             return self._mon_method(frame, code, info)
         if self._per_function[info] >= self.per_function:
             self._fn_drop("per_function_cap", "%s:%s" % info)
-            return sys.monitoring.DISABLE
+            return self._stop(code)
         got = _frame_arguments(code, frame.f_locals)
         if got is None:
             self.drops["args_unavailable"] += 1
@@ -1200,17 +1219,17 @@ class CallCapture:
     def _mon_method(self, frame, code, info):
         if info[2] == "method" and self._per_function[info[:2]] >= self.per_function:
             self._fn_drop("per_function_cap", "%s:%s" % info[:2])
-            return sys.monitoring.DISABLE
+            return self._stop(code)
         key = id(code)
         if info[2] == "init":
             self._misses[key] += 1
             if self._misses[key] > _MAX_CONSTRUCTIONS:
-                return sys.monitoring.DISABLE
+                return self._stop(code)
         got = self._frame_method(code, frame.f_locals, info, frame.f_globals)
         if got is _MISS:
             self._misses[key] += 1
             if self._misses[key] > _MAX_METHOD_MISSES:
-                return sys.monitoring.DISABLE  # only ever called on instances a sample cannot rebuild
+                return self._stop(code)  # only ever called on instances a sample cannot rebuild
         elif got is not None:
             self._pending[id(frame)] = got
         return None
@@ -1228,12 +1247,21 @@ class CallCapture:
                 entry[1] = None
         return None
 
+    def _stop(self, code):
+        """No more events from a candidate's code: its starts now, its returns
+        at their next event (a method called two million times on instances a
+        sample cannot rebuild would otherwise cost a callback at every return)."""
+        self._stopped[id(code)] = code
+        return sys.monitoring.DISABLE
+
     def _mon_return(self, code, offset, value):
         if len(self._pending) == 1:
-            return sys.monitoring.DISABLE if self._code_info.get(id(code), (None, None))[1].__class__ is not tuple else None
+            if id(code) in self._stopped or self._code_info.get(id(code), (None, None))[1].__class__ is not tuple:
+                return sys.monitoring.DISABLE
+            return None
         pending = self._pending.pop(id(sys._getframe(1)), None)
         if pending is None:
-            return None
+            return sys.monitoring.DISABLE if id(code) in self._stopped else None
         if pending.__class__ is _Construction:
             self._built(pending)
         elif pending.__class__ is list:
