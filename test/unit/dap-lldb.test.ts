@@ -31,24 +31,30 @@ after(() => pool.close());
 let loop: Trace | undefined;
 const loopTrace = async () => (loop ??= await traceViaLldb({ path: path.join(C, 'loop.c'), env: ENV, limits: LIMITS }));
 
-/** Descendants of this process that are lldb or the debuggee (`prog`), still running; the judge's pool is not one. */
+/**
+ * lldb processes under this one, and any program built by the tracer (its
+ * temporary directory is in its path) wherever it runs: lldb starts the
+ * program in a process group of its own, and an orphan is no descendant.
+ */
 function children(): string[] {
-  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' });
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' });
   const rows = out
     .trim()
     .split('\n')
-    .map((l) => l.trim().split(/\s+/));
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map(([, pid, ppid, args]) => ({ pid: pid!, ppid: ppid!, args: args! }));
   const mine = new Set([String(process.pid)]);
   for (let grew = true; grew;) {
     grew = false;
-    for (const [pid, ppid] of rows) {
-      if (!mine.has(pid!) && mine.has(ppid!)) {
-        mine.add(pid!);
+    for (const r of rows) {
+      if (!mine.has(r.pid) && mine.has(r.ppid)) {
+        mine.add(r.pid);
         grew = true;
       }
     }
   }
-  return rows.filter(([pid, , comm]) => pid !== String(process.pid) && mine.has(pid!) && /^(?:lldb|prog$)/.test(comm ?? '')).map((r) => r.join(' '));
+  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes('/execverify-c-')).map((r) => `${r.pid} ${r.args}`);
 }
 
 test('loop.c: the executed lines are the ones derived by hand from its source, with a frame per call of square', async () => {
@@ -191,10 +197,26 @@ test('cancelling stops lldb and the program at once; a wall-time limit keeps wha
   const ac = new AbortController();
   const run = traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 600_000, steps: 1_000_000 } }, ac.signal);
   // Cancel once the program is being stepped (lldb and the debuggee both exist).
-  while (children().length < 2) await new Promise((r) => setTimeout(r, 50));
+  while (!children().some((c) => c.includes('/execverify-c-'))) await new Promise((r) => setTimeout(r, 50));
   ac.abort();
   await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
   assert.deepEqual(children(), [], 'nothing left behind after a cancel');
+  // Out of time while stepping a loop that never ends: the outcome says so, whatever was recorded stands.
+  const timed = await traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 3000, steps: 1_000_000 } });
+  assert.deepEqual(timed.outcome, { kind: 'limit', limit: 'wall_time', message: 'stopped after 3000 ms' });
+  TraceSchema.parse(timed);
+  assert.deepEqual(children(), [], 'nothing left behind after the wall-time limit');
+});
+
+test('a segfault is a crash naming the signal; exit(n) in main is an exited outcome', async () => {
+  const crash = await traceViaLldb({ path: path.join(C, 'crash.c'), env: ENV, limits: LIMITS });
+  assert.equal(crash.outcome.kind, 'crashed');
+  assert.match((crash.outcome as { message: string }).message, /SIGSEGV/);
+  assert.equal((crash.outcome as { signal: string | null }).signal, 'SIGSEGV');
+  assert.equal(crash.steps.filter((s) => s.event === 'line').pop()!.line, 8, 'the last line is the faulting store');
+  const exits = await traceViaLldb({ path: path.join(C, 'exits.c'), env: ENV, limits: LIMITS });
+  assert.deepEqual(exits.outcome, { kind: 'exited', code: 3 });
+  assert.deepEqual(children(), []);
 });
 
 test("a compile error is a clear error with gcc's message", async () => {

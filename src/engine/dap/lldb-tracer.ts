@@ -101,8 +101,21 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       // lldb gives the program a pseudo-terminal, whose line discipline writes "\n" as "\r\n".
       out[cat] += text.replace(/\r\n/g, '\n');
     });
+    // lldb starts the program in a process group of its own: ending lldb's group does not end it.
+    let debuggee: number | undefined;
+    dap.on('process', (e: DebugProtocol.ProcessEvent) => (debuggee = e.body.systemProcessId));
+    const killDebuggee = () => {
+      try {
+        if (debuggee !== undefined) process.kill(debuggee, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
     const exited = dap.waitFor<DebugProtocol.ExitedEvent>('exited').then(
-      (e) => e.body.exitCode,
+      (e) => {
+        debuggee = undefined; // reaped by lldb: its pid may be reused, never signalled
+        return e.body.exitCode;
+      },
       () => undefined,
     );
     const ended = dap.waitFor('terminated').then(
@@ -130,6 +143,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       halted = why;
       // Every wait below ends here: the adapter and the debuggee go with it.
       dap.fail(new Error(why === 'cancelled' ? 'cancelled' : 'out of time'));
+      killDebuggee();
       void stopProcessGroup(adapter);
     };
     const onAbort = () => halt('cancelled');
@@ -150,6 +164,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       await Promise.race([initialized, launched]);
       await dap.request('setFunctionBreakpoints', { breakpoints: [{ name: 'main' }] });
       const firstStop = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+      firstStop.catch(() => undefined); // awaited below; a halt before then must not go unhandled
       await dap.request('configurationDone', {});
       await launched;
       let stop = await Promise.race([firstStop, ended]);
@@ -159,16 +174,19 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       let outOf = false;
       for (;;) {
         if (!stop) {
-          outcome = { kind: 'crashed', message: 'the program ended before main returned', exitCode: (await exited) ?? null, signal: null };
+          // Ended inside main: exit(n) (lldb sends `exited` before `terminated`).
+          const code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 2000, undefined))]);
+          outcome =
+            code === undefined
+              ? { kind: 'crashed', message: 'the program ended before main returned', exitCode: null, signal: null }
+              : { kind: 'exited', code };
           break;
         }
         if (stop.body.reason === 'exception' || stop.body.reason === 'signal') {
-          outcome = {
-            kind: 'crashed',
-            message: stop.body.description ?? stop.body.text ?? 'the program stopped on a signal',
-            exitCode: null,
-            signal: stop.body.text ?? null,
-          };
+          // lldb stops where a signal (SIGSEGV, an abort) is delivered: the program goes no further.
+          const info = await dap.request<DebugProtocol.ExceptionInfoResponse['body']>('exceptionInfo', { threadId }).catch(() => undefined);
+          const why = info?.description ?? stop.body.description ?? stop.body.text ?? 'a signal';
+          outcome = { kind: 'crashed', message: `the program stopped on ${why}`, exitCode: null, signal: /\bSIG[A-Z]+\b/.exec(why)?.[0] ?? null };
           break;
         }
         const view = await readStop(dap, threadId);
@@ -199,6 +217,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
 
       async function step(command: 'stepIn' | 'stepOut'): Promise<DebugProtocol.StoppedEvent | undefined> {
         const next = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+        next.catch(() => undefined); // a halt fails the request first
         await dap.request(command, { threadId });
         return Promise.race([next, ended]);
       }
@@ -212,6 +231,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (!halted) await Promise.race([dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined), new Promise((r) => setTimeout(r, 2000))]);
+      killDebuggee();
       await stopProcessGroup(adapter);
     }
 
