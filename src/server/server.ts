@@ -402,6 +402,16 @@ export class EngineServer {
     const access = this.access('predict and run the test');
     const { file, source } = await this.sourceOf(params.uri);
     const refresh = () => void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
+    // The test (and, on its own, a tested call the tracer cannot see inside it) in the sandbox; trusted workspaces only.
+    const runEntry = async (expr: string, runSignal: AbortSignal): Promise<Trace> => {
+      this.requireTrust('run the test');
+      const trace = await this.engine.trace(
+        { file, source, entry: { kind: 'call', expr }, cwd: undefined, env: undefined, python: undefined, limits: undefined, settings: this.settings },
+        runSignal,
+      );
+      this.isolationNotice(trace);
+      return trace;
+    };
     const result = await this.withProgress(`ExecVerify: predicting ${params.name}`, params.workDoneToken, token, (signal, report) =>
       predictAndRun(
         this.engine,
@@ -413,23 +423,10 @@ export class EngineServer {
             refresh();
           },
           run: async (test, runSignal) => {
-            this.requireTrust('run the test');
-            const trace = await this.engine.trace(
-              {
-                file,
-                source,
-                entry: { kind: 'call', expr: test.entry },
-                cwd: undefined,
-                env: undefined,
-                python: undefined,
-                limits: undefined,
-                settings: this.settings,
-              },
-              runSignal,
-            );
-            this.isolationNotice(trace);
+            const trace = await runEntry(test.entry, runSignal);
             return { runId: this.store.addRun({ uri: params.uri, file, entry: test.entry, trace }).id, trace };
           },
+          evaluate: (expr, runSignal) => runEntry(expr, runSignal),
           report,
         },
         signal,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { CodeLens } from 'vscode-languageserver/node';
 import { answerPrompt, parseReply, type AskPrompt } from '../engine/ask';
 import { findTests, testContext, type PythonTest, type TestContext } from '../engine/simulate/test-functions';
-import { askedCalls, judgeTest, testPrompts, testRun, type TestRun } from '../engine/simulate/test-predict';
+import { askedCalls, judgeTest, returnedValue, standaloneCall, testPrompts, testRun, type TestRun } from '../engine/simulate/test-predict';
 import type { Trace } from '../engine/trace/schema';
 import { fromModelError, type Answering } from './asking';
 import { EngineError, type Engine, type ModelAccess, type TestAnswers } from './engine-port';
@@ -134,6 +134,8 @@ export async function predictAndRun(
   input: { id: string; uri: string; file: string; source: string; name: string; line: number },
   steps: {
     run(test: PythonTest, signal: AbortSignal): Promise<{ runId: string; trace: Trace }>;
+    /** A call expression run on its own in the test file's namespace (engine/simulate/test-predict standaloneCall). */
+    evaluate(expr: string, signal: AbortSignal): Promise<Trace>;
     show(prediction: TestPrediction, test: PythonTest): void;
     report(message: string): void;
   },
@@ -159,7 +161,10 @@ export async function predictAndRun(
   steps.show(prediction, test);
   steps.report('running the test under the tracer');
   const { runId, trace } = await steps.run(test, signal);
-  const real = testRun(trace, test, context);
+  const inTest = testRun(trace, test, context);
+  const alone = inTest.callValue ? undefined : standaloneCall(context);
+  const callValue = alone ? returnedValue(await steps.evaluate(alone, signal)) : inTest.callValue;
+  const real: TestRun = callValue ? { ...inTest, callValue } : inTest;
   steps.report('judging');
   const verdicts = await engine.judgeTest(test, context, asked.answers, real, access, signal);
   const actual = [real.status === 'error' ? null : real.status === 'passed' ? 'True' : 'False', real.callValue ? real.callValue.repr : null];

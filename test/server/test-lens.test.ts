@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { CodeLens } from 'vscode-languageserver/node';
 import { findTests, testContext } from '../../src/engine/simulate/test-functions';
+import { standaloneCall } from '../../src/engine/simulate/test-predict';
 import { TestPredictionSchema, type TestPrediction } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
 import { startServer, waitFor, type ServerUnderTest } from './lsp-client';
@@ -70,6 +71,11 @@ const source = [
   '    while True:', // 50
   '        double(1)', // 51
   '', // 52
+  '', // 53
+  'def test_local_args():', // 54
+  '    two = 2', // 55
+  '    assert add(two, 1) == 3', // 56
+  '', // 57
 ].join('\n');
 writeFileSync(file, source);
 const uri = pathToFileURL(file).href;
@@ -144,6 +150,7 @@ test('a Predict result lens is above each pytest and unittest test, and above no
       [30, 'test_base', 30],
       [45, 'test_hostile', 45],
       [49, 'test_forever', 49],
+      [54, 'test_local_args', 54],
     ],
     'not on double, not_a_test, setUp, helper, nor a test that takes a fixture',
   );
@@ -158,8 +165,8 @@ test('a passing pytest test: prediction, then the real result beside it, then th
   assert.deepEqual(p.real, { status: 'passed', detail: 'passed' });
   assert.deepEqual(p.answers, [
     { asked: 'passes(test_add_passes)', predicted: 'True', actual: 'True', ok: true },
-    // add lives in calc.py: the tracer records the test file only, so its value is not judged.
-    { asked: 'add(2, 3)', predicted: '5', actual: null, ok: null },
+    // add lives in calc.py, which the tracer does not record: its arguments are literals, so the call ran on its own.
+    { asked: 'add(2, 3)', predicted: '5', actual: '5', ok: true },
   ]);
   assert.ok(p.runId);
   // The code under test reached the prompt: calc.add's source from the sibling module.
@@ -172,7 +179,7 @@ test('a passing pytest test: prediction, then the real result beside it, then th
   assert.deepEqual(await testTitles(8), [
     'Predict result',
     'Prediction: passes, add(2, 3) → 5',
-    'Real: passed ✓, return value not recorded',
+    'Real: passed ✓, returned 5 ✓',
     'Open trace in replay debugger',
   ]);
   const replay = (await lenses()).find((l) => l.command?.title === 'Open trace in replay debugger')!;
@@ -187,7 +194,7 @@ test('a failing test: the wrong "passes" prediction is marked wrong, the asserti
   assert.deepEqual(await testTitles(12), [
     'Predict result',
     'Prediction: passes, add(2, 2) → 4',
-    'Real: AssertionError: two and two ✗, return value not recorded',
+    'Real: AssertionError: two and two ✗, returned 4 ✓',
     'Open trace in replay debugger',
   ]);
 });
@@ -205,7 +212,11 @@ test('a pytest class method and a unittest TestCase method (setUp runs) are run 
   const m = await predictTest('test_mul', 22);
   assert.equal(m.entry, 'TestMath().test_mul()');
   assert.equal(m.real?.status, 'passed');
-  assert.equal(m.answers[0]!.ok, true);
+  assert.deepEqual(
+    m.answers.map((a) => a.ok),
+    [true, true],
+  );
+  assert.equal(m.answers[1]!.actual, '12');
   const u = await predictTest('test_base', 30);
   assert.equal(u.entry, 'DoubleCase("test_base").debug()');
   assert.equal(u.real?.status, 'failed');
@@ -265,6 +276,22 @@ test('the scan: docstrings, nested functions, imports in parentheses and aliases
   assert.equal(ctx.callee, 'times');
   assert.equal(ctx.calleeTraced, false);
   assert.match(ctx.code, /^# from calc\.py\ndef mul\(a, b\):\n    return a \* b\n\n\nclass Case\(ut\.TestCase\):/);
+});
+
+test("an imported callee whose arguments name the test's locals: its value is not recorded, and not judged", async () => {
+  const p = await predictTest('test_local_args', 54);
+  assert.equal(p.real?.status, 'passed');
+  assert.deepEqual(p.answers[1], { asked: 'add(two, 1)', predicted: 'no idea', actual: null, ok: null });
+  assert.ok((await testTitles(53)).includes('Real: passed ✗, return value not recorded'));
+});
+
+test('a call stands alone when its arguments are literals only', () => {
+  const ctx = (call: string) => ({ code: '', call, callee: 'f', calleeTraced: false });
+  assert.equal(standaloneCall(ctx('f(2, "a.b", [1.5, None], {"k": (True,)}, x=-1e3)')), 'f(2, "a.b", [1.5, None], {"k": (True,)}, x=-1e3)');
+  assert.equal(standaloneCall(ctx('f(xs)')), undefined);
+  assert.equal(standaloneCall(ctx('f(math.pi)')), undefined);
+  assert.equal(standaloneCall(ctx('f(g(1))')), undefined);
+  assert.equal(standaloneCall({ ...ctx('f(1)'), calleeTraced: true }), undefined, 'a traced callee is read from the test run');
 });
 
 test('a test that is not there is a clear error', async () => {

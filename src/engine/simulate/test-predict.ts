@@ -67,6 +67,27 @@ export function testRun(trace: Trace, test: PythonTest, ctx: TestContext): TestR
   return callValue ? { status, detail, callValue } : { status, detail };
 }
 
+/**
+ * The tested call as a run of its own, when the tracer cannot see it inside
+ * the test (the callee is imported from another file) and it stands alone: its
+ * arguments name nothing but literals (`add(2, 3)`, not `mean(xs)`), so the
+ * call evaluated in a fresh run of the test file returns what the test's call
+ * returned (for a callee whose result depends only on its arguments).
+ */
+export function standaloneCall(ctx: TestContext): string | undefined {
+  if (!ctx.call || !ctx.callee || ctx.calleeTraced) return undefined;
+  const args = ctx.call.slice(ctx.callee.length).replace(/(["'])(?:\\.|(?!\1).)*\1/g, '""');
+  // Names, not keyword argument names (`x=1`).
+  const names = [...args.matchAll(/(?<![\w.])([A-Za-z_]\w*)(?!\w*\s*=(?!=))/g)].map((m) => m[1]!);
+  // An attribute of a name (`math.pi`) names it; a literal's (`(1).real`) does not, and is as pure.
+  return names.every((n) => n === 'True' || n === 'False' || n === 'None') ? ctx.call : undefined;
+}
+
+/** The standalone call's return value, from its run (undefined: it did not return). */
+export function returnedValue(trace: Trace): Value | undefined {
+  return trace.outcome.kind === 'returned' ? trace.outcome.value : undefined;
+}
+
 /** The truth of each asked expression: passes → the real pass/fail; the call → its recorded value (unknown: not judged). */
 export function testTruths(run: TestRun, ctx: TestContext): (OutputTruth | undefined)[] {
   const passes: OutputTruth | undefined = run.status === 'error' ? undefined : { value: run.status === 'passed' ? TRUE : FALSE };
