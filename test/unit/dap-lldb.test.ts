@@ -64,6 +64,12 @@ test('loop.c: the executed lines are the ones derived by hand from its source, w
   assert.match(trace.runtime!.compiler, /^gcc .*; gcc -g -O0$/);
   assert.equal(trace.runtime!.debugger, path.basename(ADAPTER));
   TraceSchema.parse(trace);
+  // A C trace has runtime and no python; a trace without language is Python's and needs python.
+  const { runtime: _runtime, ...noRuntime } = trace;
+  assert.equal(TraceSchema.safeParse(noRuntime).success, false);
+  assert.equal(TraceSchema.safeParse({ ...trace, python: { version: '3.12.1', implementation: 'cpython', backend: 'monitoring' } }).success, false);
+  const { language: _language, ...noLanguage } = trace;
+  assert.equal(TraceSchema.safeParse(noLanguage).success, false, 'without language it is a Python trace, and it has no python');
   // main runs 14–19, then per element: 20, square's 9 10 11, back to the for (19); then 22–26.
   // lldb's step into square stops at its first body line; the `for` line comes back for i++ and the test.
   const perElement = ['20', 'call square', '9', '10', '11', 'return square', '19'];
@@ -217,6 +223,11 @@ test('a segfault is a crash naming the signal; exit(n) in main is an exited outc
   const exits = await traceViaLldb({ path: path.join(C, 'exits.c'), env: ENV, limits: LIMITS });
   assert.deepEqual(exits.outcome, { kind: 'exited', code: 3 });
   assert.deepEqual(children(), []);
+});
+
+test("the parent's secrets reach neither lldb nor the program", async () => {
+  const trace = await traceViaLldb({ path: path.join(C, 'env.c'), env: { ...ENV, EXECVERIFY_TEST_TOKEN: 'sk-secret' }, limits: LIMITS });
+  assert.equal(trace.stdout.text, '(none)\n');
 });
 
 test("a compile error is a clear error with gcc's message", async () => {
