@@ -401,7 +401,6 @@ export class EngineServer {
   async predictTest(params: PredictTestParams, token: CancellationToken): Promise<TestPrediction> {
     const access = this.access('predict and run the test');
     const { file, source } = await this.sourceOf(params.uri);
-    const refresh = () => void this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
     // The test (and, on its own, a tested call the tracer cannot see inside it) in the sandbox; trusted workspaces only.
     const runEntry = async (expr: string, runSignal: AbortSignal): Promise<Trace> => {
       this.requireTrust('run the test');
@@ -418,9 +417,10 @@ export class EngineServer {
         access,
         { id: this.store.newId('test'), uri: params.uri, file, source, name: params.name, line: params.line },
         {
-          show: (prediction, test) => {
+          show: async (prediction, test) => {
             this.testPredictions.set(testKey(params.uri, test), prediction);
-            refresh();
+            // Awaited: the client asks for the lenses (with the prediction) before the test starts; a client without refresh fails it at once.
+            await this.connection.sendRequest('workspace/codeLens/refresh').catch(() => {});
           },
           run: async (test, runSignal) => {
             const trace = await runEntry(test.entry, runSignal);

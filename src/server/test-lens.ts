@@ -136,7 +136,8 @@ export async function predictAndRun(
     run(test: PythonTest, signal: AbortSignal): Promise<{ runId: string; trace: Trace }>;
     /** A call expression run on its own in the test file's namespace (engine/simulate/test-predict standaloneCall). */
     evaluate(expr: string, signal: AbortSignal): Promise<Trace>;
-    show(prediction: TestPrediction, test: PythonTest): void;
+    /** Resolves once the client has been told (the prediction is on screen before the test runs). */
+    show(prediction: TestPrediction, test: PythonTest): Promise<void>;
     report(message: string): void;
   },
   signal: AbortSignal,
@@ -158,7 +159,7 @@ export async function predictAndRun(
     usage: asked.usage,
     problems: asked.problems,
   };
-  steps.show(prediction, test);
+  await steps.show(prediction, test);
   steps.report('running the test under the tracer');
   const { runId, trace } = await steps.run(test, signal);
   const inTest = testRun(trace, test, context);
@@ -174,6 +175,6 @@ export async function predictAndRun(
     real: { status: real.status, detail: real.detail },
     runId,
   };
-  steps.show(done, test);
+  await steps.show(done, test);
   return done;
 }

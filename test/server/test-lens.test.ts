@@ -13,7 +13,7 @@ import { findTests, testContext } from '../../src/engine/simulate/test-functions
 import { standaloneCall } from '../../src/engine/simulate/test-predict';
 import { TestPredictionSchema, type TestPrediction } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
-import { startServer, waitFor, type ServerUnderTest } from './lsp-client';
+import { startServer, type ServerUnderTest } from './lsp-client';
 
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-test-lens-'));
 writeFileSync(path.join(ws, 'calc.py'), ['def add(a, b):', '    return a + b', '', '', 'def mul(a, b):', '    return a * b', ''].join('\n'));
@@ -173,7 +173,9 @@ test('a passing pytest test: prediction, then the real result beside it, then th
   const prompt = JSON.stringify(model.requests.at(-1)?.body ?? '');
   assert.match(prompt, /# from calc\.py\\ndef add\(a, b\):\\n    return a \+ b/);
   // The prediction was shown before the run (a refresh with it and no real result), then the result.
-  await waitFor(() => (refreshes.length >= 2 ? true : undefined), 'two lens refreshes');
+  // The server waits for each refresh to be answered, and the client answers after reading the lenses: no race.
+  assert.equal(refreshes.length, 2);
+  assert.ok(refreshes[1]!.includes('Real: passed ✓, returned 5 ✓'));
   const first = refreshes[0]!.filter((t) => t.includes('Prediction') || t.startsWith('Real'));
   assert.deepEqual(first, ['Prediction: passes, add(2, 3) → 5']);
   assert.deepEqual(await testTitles(8), [
