@@ -203,7 +203,13 @@ test('cancelling stops lldb and the program at once; a wall-time limit keeps wha
   const ac = new AbortController();
   const run = traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 600_000, steps: 1_000_000 } }, ac.signal);
   // Cancel once the program is being stepped (lldb and the debuggee both exist).
-  while (!children().some((c) => c.includes('/execverify-c-'))) await new Promise((r) => setTimeout(r, 50));
+  let settled = false;
+  run.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  while (!settled && !children().some((c) => c.includes('/execverify-c-'))) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(settled, false, 'the run was still going when it was cancelled');
   ac.abort();
   await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
   assert.deepEqual(children(), [], 'nothing left behind after a cancel');
