@@ -7,6 +7,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
@@ -20,13 +22,19 @@ import { TraceSchema, type Trace, type Value } from '../../src/engine/trace/sche
 
 const C = path.resolve(__dirname, '../fixtures/programs/c');
 const LIMITS = { wallTimeMs: 120_000 };
+// The tracer builds programs under os.tmpdir(): this run's own directory, so the process checks below see only this run's.
+const TMP = mkdtempSync(path.join(tmpdir(), 'dap-lldb-test-'));
+process.env.TMPDIR = TMP;
 const ENV = process.env;
 
 // Fails with what to install when the adapter is missing (never a skip).
 const ADAPTER = findLldbDap(ENV);
 
 const pool = new TracerPool({ python: resolvePython(undefined, ENV), size: 1, env: ENV });
-after(() => pool.close());
+after(async () => {
+  await pool.close();
+  rmSync(TMP, { recursive: true, force: true });
+});
 
 let loop: Trace | undefined;
 const loopTrace = async () => (loop ??= await traceViaLldb({ path: path.join(C, 'loop.c'), env: ENV, limits: LIMITS }));
@@ -54,7 +62,7 @@ function children(): string[] {
       }
     }
   }
-  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes('/execverify-c-')).map((r) => `${r.pid} ${r.args}`);
+  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes(`${TMP}/execverify-c-`)).map((r) => `${r.pid} ${r.args}`);
 }
 
 test('loop.c: the executed lines are the ones derived by hand from its source, with a frame per call of square', async () => {
@@ -208,7 +216,7 @@ test('cancelling stops lldb and the program at once; a wall-time limit keeps wha
     () => (settled = true),
     () => (settled = true),
   );
-  while (!settled && !children().some((c) => c.includes('/execverify-c-'))) await new Promise((r) => setTimeout(r, 50));
+  while (!settled && !children().some((c) => c.includes(`${TMP}/execverify-c-`))) await new Promise((r) => setTimeout(r, 50));
   assert.equal(settled, false, 'the run was still going when it was cancelled');
   ac.abort();
   await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
