@@ -23,7 +23,7 @@ import {
   type TestPrediction,
   type Verification,
 } from '../server/protocol';
-import { findTests } from '../engine/simulate/test-functions';
+import { blockAt, findTests } from '../engine/simulate/test-functions';
 import { toEngineError, type EngineClient } from './engine-client';
 import type { Log } from './log';
 import { readSettings } from './settings';
@@ -217,9 +217,10 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     const editor = vscode.window.activeTextEditor;
     if (!target && editor?.document.languageId === 'python') {
       const cursor = editor.selection.active.line + 1;
-      const test = findTests(editor.document.getText())
-        .filter((t) => t.line <= cursor)
-        .at(-1);
+      const text = editor.document.getText();
+      const lines = text.split('\n');
+      // The test whose def or body holds the cursor.
+      const test = findTests(text).find((t) => t.line <= cursor && cursor < t.line + blockAt(lines, t.line - 1).split('\n').length);
       if (test) target = { uri: editor.document.uri.toString(), name: test.name, line: test.line };
     }
     if (!target)

@@ -88,7 +88,11 @@ test('outside a test: a message, no request', async () => {
   const engine = setup();
   fake.activeTextEditor = makeEditor(makeDocument(FILE, SOURCE), 0);
   await run_('execverify.predictResult');
+  // The blank line after test_a is not in it either.
+  fake.activeTextEditor = makeEditor(makeDocument(FILE, SOURCE), 4);
+  await run_('execverify.predictResult');
   assert.deepEqual(engine.requests, []);
+  assert.equal(fake.messages.length, 2);
   assert.match(fake.messages[0]!.message, /put the cursor in a pytest or unittest test/);
 });
 
