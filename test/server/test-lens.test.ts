@@ -3,6 +3,7 @@
 // TestCase), the real judge, and the model played by the OpenAI-compatible
 // test server on 127.0.0.1, right on some questions and wrong on others.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,11 +11,13 @@ import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { CodeLens } from 'vscode-languageserver/node';
 import { findTests, testContext } from '../../src/engine/simulate/test-functions';
-import { standaloneCall } from '../../src/engine/simulate/test-predict';
+import { standaloneCall, testRun } from '../../src/engine/simulate/test-predict';
+import { TracerPool } from '../../src/engine/trace/runner';
 import { TestPredictionSchema, type TestPrediction } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
+const REPO = path.resolve(__dirname, '..', '..');
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-test-lens-'));
 writeFileSync(path.join(ws, 'calc.py'), ['def add(a, b):', '    return a + b', '', '', 'def mul(a, b):', '    return a * b', ''].join('\n'));
 const file = path.join(ws, 'test_calc.py');
@@ -294,6 +297,36 @@ test('a call stands alone when its arguments are literals only', () => {
   assert.equal(standaloneCall(ctx('f(math.pi)')), undefined);
   assert.equal(standaloneCall(ctx('f(g(1))')), undefined);
   assert.equal(standaloneCall({ ...ctx('f(1)'), calleeTraced: true }), undefined, 'a traced callee is read from the test run');
+});
+
+test('on every installed Python 3.8–3.13: a unittest method (setUp ran) and a pytest function run and read right, with the tested call value', async () => {
+  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
+  assert.ok(pythons.length > 0, 'scripts/pythons.sh found no interpreter');
+  const tests = findTests(source);
+  const unit = tests.find((t) => t.name === 'test_base')!;
+  const fn = tests.find((t) => t.name === 'test_double')!;
+  for (const python of pythons) {
+    const pool = new TracerPool({ python, size: 1 });
+    try {
+      for (const [t, status, value] of [
+        [unit, 'failed', '20'],
+        [fn, 'passed', '8'],
+      ] as const) {
+        const trace = await pool.trace({ path: file, source, entry: { kind: 'call', expr: t.entry }, cwd: ws });
+        const run = testRun(
+          trace,
+          t,
+          testContext(source, t, () => undefined),
+        );
+        assert.equal(run.status, status, `${python} ${t.entry}: ${run.detail}`);
+        assert.equal(run.callValue?.repr, value, `${python} ${t.entry}`);
+      }
+    } finally {
+      await pool.close();
+    }
+  }
 });
 
 test('a test that is not there is a clear error', async () => {
