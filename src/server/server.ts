@@ -147,7 +147,10 @@ export class EngineServer {
     c.onShutdown(async () => {
       await this.engine.close();
     });
-    this.documents.onDidClose((e) => this.lensCache.delete(e.document.uri));
+    this.documents.onDidClose((e) => {
+      this.lensCache.delete(e.document.uri);
+      for (const key of this.testPredictions.keys()) if (key.startsWith(`${e.document.uri}#`)) this.testPredictions.delete(key);
+    });
     this.documents.listen(c);
     c.listen();
   }
