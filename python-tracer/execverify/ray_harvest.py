@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI_ENV = "EXECVERIFY_CLI"
@@ -119,8 +119,9 @@ def _ids_in(path: str) -> List[str]:
     return ids
 
 
-def merge(out: str, names: Sequence[str]) -> Dict[str, int]:
-    """The shards, in order, into DIR/samples.jsonl (temp + rename); ids already there are skipped."""
+def merge(out: str, names: Sequence[str], leave_out: Collection[str] = ()) -> Dict[str, int]:
+    """The shards, in order, into DIR/samples.jsonl (temp + rename); ids already there are skipped,
+    and so are the ids in `leave_out` (a sharded synthesis's copies across shards)."""
     store = os.path.join(out, "samples.jsonl")
     lines: List[str] = []
     seen = set()
@@ -144,6 +145,8 @@ def merge(out: str, names: Sequence[str]) -> Dict[str, int]:
             shard = [(json.loads(line)["id"], line if line.endswith("\n") else line + "\n") for line in fh if line.strip()]
         # By id within a shard: a harvest's own order follows its parallel jobs, the merge's must not.
         for rid, line in sorted(shard):
+            if rid in leave_out:
+                continue
             if rid in seen:
                 skipped += 1
                 continue

@@ -21,6 +21,11 @@ export async function harvestOnRay(values: Record<string, unknown>, positionals:
     if (DRIVER_FLAGS.has(flag) || value === undefined || value === false) continue;
     for (const v of Array.isArray(value) ? value : [value]) args.push(`--${flag}`, ...(v === true ? [] : [String(v)]));
   }
+  return runRayDriver(args, io);
+}
+
+/** `python -m execverify.ray_<driver> ARGS`, its output streamed; a cancel ends it. Shared by harvest and synthesize. */
+export async function runRayDriver(args: string[], io: CliIO): Promise<number> {
   // The driver needs Ray: EXECVERIFY_RAY_PYTHON names an interpreter that has it.
   const python = io.env.EXECVERIFY_RAY_PYTHON?.trim() || resolvePython(undefined, io.env);
   const tracer = pythonTracerDir();

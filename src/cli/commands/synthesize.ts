@@ -21,6 +21,7 @@ import { loadConstraints, sampleSpecs, type Spec } from '../../engine/synthesize
 import { synthesize } from '../../engine/synthesize/pipeline';
 import { buildSynthesisReport, renderSynthesisReport, writeSynthesisReport } from '../../engine/synthesize/report';
 import { modelSource } from '../../engine/synthesize/source';
+import { runRayDriver } from './harvest-ray';
 
 function count(values: Record<string, unknown>, flag: string, fallback?: number, min = 1): number | undefined {
   const raw = values[flag];
@@ -77,6 +78,11 @@ const COMMON = {
   'hash-seed': { type: 'string' },
   jobs: { type: 'string' },
   python: { type: 'string' },
+  specs: { type: 'string' },
+  'dedup-log': { type: 'string' },
+  executor: { type: 'string' },
+  address: { type: 'string' },
+  'specs-per-task': { type: 'string' },
   quiet: { type: 'boolean', short: 'q' },
   json: { type: 'boolean' },
 } as const;
@@ -104,6 +110,26 @@ async function writePrompts(values: Record<string, unknown>, io: CliIO): Promise
   io.stdout.write(`next: run them (e.g. python -m vllm.entrypoints.openai.run_batch -i ${values.out} -o results.jsonl --model ${model}), then\n`);
   io.stdout.write(`      execverify synthesize import results.jsonl --requests ${values.out} --out DIR\n`);
   return 0;
+}
+
+/** Flags of the Ray driver itself; every other flag goes to each slice's synthesize. */
+const RAY_DRIVER_FLAGS = new Set(['out', 'count', 'executor', 'address', 'specs-per-task', 'json']);
+
+/** --executor ray: slices of the spec range as Ray tasks, the dedup replayed in spec order (docs/scale.md). */
+function synthesizeOnRay(values: Record<string, unknown>, io: CliIO): Promise<number> {
+  if (typeof values.out !== 'string') throw new UsageError('--out DIR is required (the merged store)');
+  const n = count(values, 'count');
+  if (n === undefined) throw new UsageError('--count N is required');
+  const args = ['-m', 'execverify.ray_synthesize', '--count', String(n), '--out', path.resolve(io.cwd, values.out)];
+  if (typeof values.address === 'string') args.push('--address', values.address);
+  const perTask = count(values, 'specs-per-task');
+  if (perTask !== undefined) args.push('--specs-per-task', String(perTask));
+  args.push('--');
+  for (const [flag, value] of Object.entries(values)) {
+    if (RAY_DRIVER_FLAGS.has(flag) || value === undefined || value === false) continue;
+    args.push(`--${flag}`, ...(value === true ? [] : [flag === 'constraints' ? path.resolve(io.cwd, String(value)) : String(value)]));
+  }
+  return runRayDriver(args, io);
 }
 
 async function run(values: Record<string, unknown>, io: CliIO, imported?: { results: string }): Promise<number> {
@@ -154,6 +180,13 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
         'synthesis needs a model: pass --base-url URL --model NAME (or set EXECVERIFY_BASE_URL and EXECVERIFY_MODEL), or use `synthesize prompts` for a batch run',
       );
     specs = sampleSpecs(constraints, { count: n, seed: count(values, 'seed', 0, 0)!, levels: levels(values.levels) });
+    // A shard of a sharded run: spec i is the same spec whatever the slice (it depends on seed and index only).
+    if (values.specs !== undefined) {
+      const m = /^(\d+):(\d+)$/.exec(String(values.specs));
+      if (!m || Number(m[1]) >= Number(m[2]) || Number(m[2]) > n)
+        throw new UsageError(`--specs takes FROM:TO with 0 ≤ FROM < TO ≤ --count, got '${String(values.specs)}'`);
+      specs = specs.slice(Number(m[1]), Number(m[2]));
+    }
   }
   // The reference model of the difficulty filter: its own endpoint, or the synthesis one.
   const reference = endpoint(values, io, 'reference-') ?? online;
@@ -182,6 +215,7 @@ async function run(values: Record<string, unknown>, io: CliIO, imported?: { resu
         inputs,
         ...(values['hash-seed'] !== undefined ? { hashSeed: count(values, 'hash-seed', 0, 0)! } : {}),
         concurrency: judgePool.size,
+        ...(typeof values['dedup-log'] === 'string' ? { dedupLog: path.resolve(io.cwd, values['dedup-log']) } : {}),
       },
       {
         python,
@@ -226,7 +260,7 @@ export const synthesizeCommand: Command = {
   summary:
     'Synthesize programs under structural constraints with a model (online, or through OpenAI Batch JSONL), execute them under the sandbox, keep the deterministic ones as verified samples (DIR/samples.jsonl) with a report (DIR/report.md).',
   usage:
-    'execverify synthesize --count N --out DIR [--base-url URL --model NAME] [--seed S] [--levels 1,2] [--constraints FILE] [--k 10] [--reference-base-url URL --reference-model NAME] [--pass-band MIN,MAX|paper] [--mutate N] [--inputs N] [--limit N] [--max-time S] [--jobs N] [--quiet] [--json]\n' +
+    'execverify synthesize --count N --out DIR [--base-url URL --model NAME] [--seed S] [--levels 1,2] [--constraints FILE] [--k 10] [--reference-base-url URL --reference-model NAME] [--pass-band MIN,MAX|paper] [--mutate N] [--inputs N] [--limit N] [--max-time S] [--jobs N] [--quiet] [--json] [--executor local|ray [--address ADDR] [--specs-per-task K]]\n' +
     '       execverify synthesize prompts --count N --out REQUESTS.jsonl [--seed S] [--levels 1,2] [--constraints FILE] [--model NAME]\n' +
     '       execverify synthesize prompts --inputs N --from DIR --out REQUESTS2.jsonl [--model NAME]   (round 2: more calls of the kept programs)\n' +
     '       execverify synthesize prompts --inputs N --from DIR --out REQUESTS2.jsonl [--model NAME]   (second round: more calls of kept programs)\n' +
@@ -243,6 +277,10 @@ export const synthesizeCommand: Command = {
       return run(values, io, { results: rest[0]! });
     }
     if (sub !== undefined) throw new UsageError(`unknown form '${sub}': synthesize, synthesize prompts, or synthesize import`);
+    const executor = String(values.executor ?? 'local');
+    if (executor !== 'local' && executor !== 'ray') throw new UsageError(`--executor must be local or ray, not '${executor}'`);
+    if (executor === 'ray') return synthesizeOnRay(values, io);
+    if (values.address !== undefined || values['specs-per-task'] !== undefined) throw new UsageError('--address and --specs-per-task apply to --executor ray');
     return run(values, io);
   },
 };

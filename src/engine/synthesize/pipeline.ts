@@ -92,6 +92,11 @@ export interface SynthesisOptions {
   maxFrames?: number;
   /** Limits of every traced run (defaults: the tracer's, with 200,000 steps). */
   limits?: Limits;
+  /**
+   * Where to append every call that reaches the global dedup, in decision order: {candidate, spec, exact, near}.
+   * A sharded run (python -m execverify.ray_synthesize) redoes the dedup across shards from it, in spec order.
+   */
+  dedupLog?: string;
 }
 
 export interface SynthesisDeps {
@@ -545,6 +550,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
   repairTail(work.answers);
   const known = readAnswers(work.answers);
   const answerLog = new JsonlAppender(work.answers);
+  const dedupLog = options.dedupLog ? new JsonlAppender(options.dedupLog) : undefined;
   let stoppedEarly = false;
   const limitReached = () => options.limit !== undefined && p.store.size >= options.limit;
 
@@ -681,6 +687,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
     const todo: Candidate[] = [];
     for (const c of candidates) {
       if (p.isDecided(c.key)) continue;
+      dedupLog?.append({ candidate: c.key, spec: c.spec, exact: exactKey(c.code, c.call), near: nearKey(c.astHash, c.call) });
       const dup = p.dedup(c);
       if (dup) p.drop({ candidate: c.key, stage: 'dedup', reason: dup, spec: c.spec, level: c.level });
       else todo.push(c);
@@ -726,6 +733,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
   } finally {
     answerLog.close();
+    dedupLog?.close();
     // Specs never started: their gates open, so nothing waits on them.
     for (const open of opened) open();
   }
