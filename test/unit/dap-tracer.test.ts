@@ -8,12 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { traceViaDebugpy, UNREAD } from '../../src/engine/dap/debugpy-tracer';
 import { compareTraces } from '../../src/engine/dap/parity';
 import { TracerPool, TracerError } from '../../src/engine/trace/runner';
 import { TraceSchema, type Trace } from '../../src/engine/trace/schema';
+import { runCli } from '../support/cli';
 
 const REPO = path.resolve(__dirname, '../..');
 const PROGRAMS = path.join(REPO, 'test/fixtures/programs');
@@ -129,16 +128,7 @@ test('a syntax error in the file is a syntax_error, with its line', async () => 
 });
 
 test('execverify trace --via debugpy --json prints a Trace; other debuggers are refused', async () => {
-  const run = async (...argv: string[]) => {
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c) => (out += c));
-    stderr.on('data', (c) => (err += c));
-    const code = await main(argv, { stdout, stderr, env: ENV, cwd: PROGRAMS, signal: new AbortController().signal });
-    return { code, out, err };
-  };
+  const run = (...argv: string[]) => runCli(argv, { cwd: PROGRAMS, env: ENV });
   const ok = await run('trace', 'dbg_loop.py', '--entry', 'accumulate(3)', '--via', 'debugpy', '--json', '--python', PYTHON, '--timeout-ms', '120000');
   assert.equal(ok.code, 0, ok.err);
   const trace = TraceSchema.parse(JSON.parse(ok.out));

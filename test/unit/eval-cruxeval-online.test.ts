@@ -7,21 +7,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { startOpenAIServer } from '../support/openai-server';
+import { capturedIO } from '../support/cli';
 
 const BENCH = join(__dirname, '..', '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
-
-function io(cwd: string) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
-}
 
 test('online output prediction: 3 samples per row, right on a known number of them; pass@1 and the generations file follow', async () => {
   assert.ok(existsSync(BENCH), `CRUXEval data missing at ${BENCH}`);
@@ -45,7 +35,7 @@ test('online output prediction: 3 samples per row, right on a known number of th
     },
   });
   try {
-    const h = io(dir);
+    const h = capturedIO(dir);
     const code = await main(
       [
         'eval',
@@ -100,7 +90,7 @@ test('online output prediction: 3 samples per row, right on a known number of th
       ),
     );
     // The generations file is the official format: scoring it offline gives the same verdicts.
-    const again = io(dir);
+    const again = capturedIO(dir);
     assert.equal(
       await main(['eval', 'cruxeval', '--data', 'data.jsonl', '--mode', 'output', '--generations', 'scored.generations.json', '--out', 'again.json'], again.io),
       0,

@@ -7,22 +7,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { STORE_FILE } from '../../src/engine/dataset/store';
 import { ReportSchema } from '../../src/engine/report';
 import { sampleRecord } from '../support/sample-records';
 import { startOpenAIServer } from '../support/openai-server';
-
-function io(cwd: string) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
-}
+import { capturedIO } from '../support/cli';
 
 test('a model of known accuracy on a store: per kind, pass@k and rewards exactly as scripted; the baseline beside it', async () => {
   const records = Array.from({ length: 6 }, (_v, i) => sampleRecord(i + 1));
@@ -45,7 +35,7 @@ test('a model of known accuracy on a store: per kind, pass@k and rewards exactly
     },
   });
   try {
-    const h = io(dir);
+    const h = capturedIO(dir);
     const code = await main(
       ['eval', 'dataset', '.', '--base-url', server.url, '--model', 'test-model', '--samples', '2', '--no-cache', '--report', 'rep', '--out', 'results.json'],
       h.io,
@@ -89,7 +79,7 @@ test('a model of known accuracy on a store: per kind, pass@k and rewards exactly
 
 test('a store that is missing is a usage error that says how to make one', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ev-dataset-none-'));
-  const h = io(dir);
+  const h = capturedIO(dir);
   assert.equal(await main(['eval', 'dataset', 'nothing-here', '--baseline'], h.io), 2);
   assert.match(h.text().stderr, /no sample store at .*execverify harvest/);
 });

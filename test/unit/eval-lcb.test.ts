@@ -8,19 +8,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { lcbAnswer } from '../../src/engine/eval/lcb';
-
-function io(cwd: string) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
-}
+import { capturedIO } from '../support/cli';
 
 test("the answer is read by LiveCodeBench's extraction rule", () => {
   assert.equal(lcbAnswer('assert f(x = 1) == 3\nmore text'), '3');
@@ -70,7 +60,7 @@ test('lcb-exec: left-out answers, predefined names, pass@1 per problem and by di
     p3: ['assert h(s = "abc") == h(s = "abc")'],
   };
   writeFileSync(join(dir, 'gens.json'), JSON.stringify(gens));
-  const h = io(dir);
+  const h = capturedIO(dir);
   const code = await main(
     ['eval', 'lcb-exec', '--data', 'execution.jsonl', '--generations', 'gens.json', '--out', 'scored.json', '--report', 'rep', '--workers', '1'],
     h.io,
@@ -94,7 +84,7 @@ test('lcb-exec: problems without generations are a usage error', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ev-lcb-bad-'));
   writeFileSync(join(dir, 'execution.json'), JSON.stringify(ROWS));
   writeFileSync(join(dir, 'gens.json'), JSON.stringify({ p1: ['2'] }));
-  const h = io(dir);
+  const h = capturedIO(dir);
   assert.equal(await main(['eval', 'lcb-exec', '--data', 'execution.json', '--generations', 'gens.json'], h.io), 2);
   assert.match(h.text().stderr, /no outputs for 2 problems \(first: p2\)/);
 });

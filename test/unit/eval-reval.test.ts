@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
 import { JudgeClient, type RevalItem } from '../../src/engine/judge/client';
 import { resolvePython } from '../../src/engine/python';
@@ -16,24 +15,15 @@ import { loadReval, probesOf, revalJob } from '../../src/engine/eval/reval';
 import { revalPrompt } from '../../src/engine/eval/reval-ask';
 import { ReportSchema } from '../../src/engine/report';
 import { startOpenAIServer } from '../support/openai-server';
+import { capturedIO } from '../support/cli';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'reval');
 const VECTORS = join(__dirname, '..', 'vectors', 'reval.json');
 
-function io(cwd: string) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
-}
-
 type Verdicts = Record<string, { correct: boolean; defined: boolean; reason: string }>;
 
 async function run(args: string[], cwd: string) {
-  const h = io(cwd);
+  const h = capturedIO(cwd);
   const code = await main(['eval', 'reval', '--data', FIXTURE, '--workers', '2', ...args], h.io);
   return { code, ...h.text() };
 }
@@ -151,14 +141,14 @@ test('the shared REval vectors get their verdicts through the worker', async () 
 
 test('user errors exit 2 with what to do', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ev-reval-bad-'));
-  const h = io(dir);
+  const h = capturedIO(dir);
   assert.equal(await main(['eval', 'reval', '--data', dir, '--generations', 'x.json'], h.io), 2);
   assert.match(h.text().stderr, /DREval_data\.jsonl.*checkout of REval/);
   writeFileSync(join(dir, 'g.json'), JSON.stringify({ 'DREval/0/0/state/0': 3 }));
-  const h2 = io(dir);
+  const h2 = capturedIO(dir);
   assert.equal(await main(['eval', 'reval', '--data', FIXTURE, '--generations', 'g.json'], h2.io), 2);
   assert.match(h2.text().stderr, /--generations must be a JSON object/);
-  const h3 = io(dir);
+  const h3 = capturedIO(dir);
   assert.equal(await main(['eval', 'reval', '--data', FIXTURE, '--generations', 'g.json', '--mode', 'loose'], h3.io), 2);
   assert.match(h3.text().stderr, /--mode must be reval/);
 });
@@ -290,7 +280,7 @@ test('online: cancelling stops the run and writes nothing; the same command then
       '--out',
       'run.json',
     ];
-    const h = io(dir);
+    const h = capturedIO(dir);
     const code = await main(args, { ...h.io, signal: controller.signal });
     assert.notEqual(code, 0);
     assert.throws(() => readFileSync(join(dir, 'run.json')), /ENOENT/);
@@ -298,7 +288,7 @@ test('online: cancelling stops the run and writes nothing; the same command then
     assert.ok(asked >= 5, `${asked} requests before the cancel`);
     // The same command again finishes (what was answered before the cancel comes from the cache;
     // the full-rerun test above checks that a finished run is asked nothing again).
-    const again = io(dir);
+    const again = capturedIO(dir);
     assert.equal(await main(args, again.io), 0, again.text().stderr);
     assert.ok(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')));
   } finally {

@@ -5,20 +5,10 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main';
+import { capturedIO } from '../support/cli';
 
 const BENCH = join(__dirname, '..', '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
-
-function io(cwd: string) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: process.env, cwd, signal: new AbortController().signal }, text: () => ({ stdout, stderr }) };
-}
 
 function fixture(n: number) {
   assert.ok(existsSync(BENCH), `CRUXEval data missing at ${BENCH} (expected ../shared/benchmarks from the repo root)`);
@@ -37,7 +27,7 @@ test('output mode: reference answers pass, wrong and f(input) answers fail; pass
   // Per sample: the true output, a wrong value, the forbidden call, and the true output twice more.
   const gens = Object.fromEntries(rows.map((r) => [r.id, [r.output, '"__wrong__"', `f(${r.input})`, r.output, r.output]]));
   writeFileSync(join(dir, 'gens.json'), JSON.stringify(gens));
-  const h = io(dir);
+  const h = capturedIO(dir);
   const code = await main(
     ['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'output', '--out', 'scored.json', '--workers', '1'],
     h.io,
@@ -56,7 +46,7 @@ test('output mode: reference answers pass, wrong and f(input) answers fail; pass
 test('input mode: f(reference input) passes, an answer without f( fails', async () => {
   const { dir, rows } = fixture(4);
   writeFileSync(join(dir, 'gens.json'), JSON.stringify(Object.fromEntries(rows.map((r) => [r.id, [`f(${r.input})`, r.input]]))));
-  const h = io(dir);
+  const h = capturedIO(dir);
   const code = await main(['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'input', '--out', 'o.json'], h.io);
   assert.equal(code, 0, h.text().stderr);
   assert.match(h.text().stdout, /pass@1: 50\.0 {2}pass@5: 0\.0/);
@@ -75,7 +65,7 @@ test('user mistakes are one line and exit code 2', async () => {
     [['eval', 'cruxeval', '--data', 'data.jsonl', '--generations', 'gens.json', '--mode', 'output'], /no answers for 1 samples/],
   ];
   for (const [argv, msg] of cases) {
-    const h = io(dir);
+    const h = capturedIO(dir);
     assert.equal(await main(argv, h.io), 2, argv.join(' '));
     assert.match(h.text().stderr, msg);
   }

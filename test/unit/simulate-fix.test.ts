@@ -8,12 +8,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { fixedProgram } from '../../src/engine/simulate/fix';
 import { parseProblems } from '../../src/engine/simulate/problem';
 import { SimulateReportSchema } from '../../src/engine/simulate/report';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+import { noModelEnv, runCli } from '../support/cli';
 
 const dir = mkdtempSync(join(tmpdir(), 'ev-simfix-'));
 const all = parseProblems(readFileSync(join(__dirname, '../../examples/problems/problems.jsonl'), 'utf8'));
@@ -67,17 +66,7 @@ before(async () => {
 });
 after(async () => server.close());
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const env = { ...process.env, EXECVERIFY_BASE_URL: '', EXECVERIFY_MODEL: '' };
-  const code = await main(argv, { stdout, stderr, env, cwd: dir, signal: new AbortController().signal });
-  return { code, out, err };
-}
+const cli = (...argv: string[]) => runCli(argv, { cwd: dir, env: noModelEnv() });
 
 test('fixing with simulated and with real feedback: per turn fixed, broken, unchanged as worked out by hand', async () => {
   const r = await cli('simulate', '--problems', 'two.jsonl', '--out', 'fix', '--turns', '2', '--base-url', server.url, '--model', 'm', '--no-cache', '--quiet');

@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+import { noModelEnv, runCli } from '../support/cli';
 
 const dir = mkdtempSync(join(tmpdir(), 'ev-narrate-'));
 writeFileSync(join(dir, 'evens.py'), 'def f(xs):\n    total = 0\n    for x in xs:\n        if x % 2 == 0:\n            total += x\n    return total\n');
@@ -33,17 +32,7 @@ before(async () => {
 });
 after(async () => server.close());
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const env = { ...process.env, EXECVERIFY_BASE_URL: '', EXECVERIFY_MODEL: '' };
-  const code = await main(argv, { stdout, stderr, env, cwd: dir, signal: new AbortController().signal });
-  return { code, out, err };
-}
+const cli = (...argv: string[]) => runCli(argv, { cwd: dir, env: noModelEnv() });
 
 test('a model narration: every claim gets the verdict the run implies', async () => {
   const r = await cli('narrate', 'evens.py', '-e', 'f([1, 2, 4])', '--base-url', server.url, '--model', 'narrator', '--json');

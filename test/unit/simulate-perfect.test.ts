@@ -9,27 +9,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { parseProblems } from '../../src/engine/simulate/problem';
 import { SimulateReportSchema, type SimulateReport } from '../../src/engine/simulate/report';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+import { noModelEnv, runCli } from '../support/cli';
 
 const SHIPPED = join(__dirname, '../../examples/problems/problems.jsonl');
 const dir = mkdtempSync(join(tmpdir(), 'ev-simperfect-'));
 const problems = parseProblems(readFileSync(SHIPPED, 'utf8'));
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const env = { ...process.env, EXECVERIFY_BASE_URL: '', EXECVERIFY_MODEL: '' };
-  const code = await main(argv, { stdout, stderr, env, cwd: dir, signal: new AbortController().signal });
-  return { code, out, err };
-}
+const cli = (...argv: string[]) => runCli(argv, { cwd: dir, env: noModelEnv() });
 const report = (out: string): SimulateReport => SimulateReportSchema.parse(JSON.parse(readFileSync(join(dir, out, 'report.json'), 'utf8')));
 
 /** What the perfect model says for (code, call): the real outcome, from the baseline run's report. */

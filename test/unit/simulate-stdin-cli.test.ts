@@ -7,11 +7,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { resolvePython } from '../../src/engine/python';
 import { TracerError, TracerPool } from '../../src/engine/trace/runner';
 import { TraceSchema } from '../../src/engine/trace/schema';
+import { runCli } from '../support/cli';
 
 const dir = mkdtempSync(join(tmpdir(), 'ev-stdin-'));
 writeFileSync(
@@ -21,16 +20,7 @@ writeFileSync(
 writeFileSync(join(dir, 'in.txt'), '2\n5 6 7\n');
 writeFileSync(join(dir, 'latin1.txt'), Buffer.from([0x66, 0xe9, 0x0a]));
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const code = await main(argv, { stdout, stderr, env: process.env, cwd: dir, signal: new AbortController().signal });
-  return { code, out, err };
-}
+const cli = (...argv: string[]) => runCli(argv, { cwd: dir });
 
 test('trace --stdin PATH feeds the file to the script and records it in the trace', async () => {
   const r = await cli('trace', 'sum.py', '--script', '--stdin', 'in.txt', '--json');

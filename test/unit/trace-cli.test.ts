@@ -5,24 +5,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main';
 import { TraceSchema, TRACE_SCHEMA_VERSION } from '../../src/engine/trace/schema';
+import { runCli } from '../support/cli';
 
 const dir = mkdtempSync(join(tmpdir(), 'ev-cli-'));
 writeFileSync(join(dir, 'prog.py'), 'def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    print("sum", s)\n    return s\n');
 writeFileSync(join(dir, 'bad.py'), 'def f(:\n');
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c) => (out += c));
-  stderr.on('data', (c) => (err += c));
-  const code = await main(argv, { stdout, stderr, env: process.env, cwd: dir, signal: new AbortController().signal });
-  return { code, out, err };
-}
+const cli = (...argv: string[]) => runCli(argv, { cwd: dir });
 
 test('prints a readable step-by-step trace', async () => {
   const r = await cli('trace', 'prog.py', '--entry', 'f([1, 2])');
