@@ -41,29 +41,6 @@ MAX_PAYLOAD = 1 << 20
 OUTPUT_BYTES = 1 << 20
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    parts = []
-    while n:
-        try:
-            chunk = os.read(fd, min(n, 1 << 16))
-        except InterruptedError:
-            continue
-        if not chunk:
-            raise EOFError()
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except InterruptedError:
-            continue
-
-
 def evaluate_in_child(ctx: sandbox.Context, code: Any, expr: Any) -> None:
     """In the sandboxed child: define the code, evaluate the answer, send its
     value. `code` and `expr`: source, or compiled already (by the worker)."""
@@ -128,7 +105,7 @@ def reply_for(out: sandbox.Outcome) -> tuple:
 def _courier(head: tuple, fd_in: int, fd_out: int, read_done: int, token: tuple) -> None:
     rid, n, wall_ms, cpu_ms, memory_mb = head
     try:
-        data = _read_exact(fd_in, n)
+        data = prefork.read_exact(fd_in, n)
     finally:
         os.write(read_done, b"r")  # the host may read the next request now
     for fd in (fd_in, read_done):
@@ -146,7 +123,7 @@ def _courier(head: tuple, fd_in: int, fd_out: int, read_done: int, token: tuple)
     reply = REPLY.pack(rid, kind, len(payload)) + payload
     os.read(token[0], 1)  # one courier writes at a time: replies never interleave
     try:
-        _write_all(fd_out, reply)
+        prefork.write_all(fd_out, reply)
     finally:
         os.write(token[1], b"t")
 
@@ -182,7 +159,7 @@ def serve(fd_in: int = 0, fd_out: int = 1, parallel: int = 0) -> int:
             sys.exit(3)  # it died holding the token: the client starts a new host
         os.read(token[0], 1)
         payload = dumps({"signal": None, "exit_code": None, "wall_killed": False, "courier": status}).encode()
-        _write_all(fd_out, REPLY.pack(rid, CRASHED, len(payload)) + payload)
+        prefork.write_all(fd_out, REPLY.pack(rid, CRASHED, len(payload)) + payload)
         os.write(token[1], b"t")
 
     while True:

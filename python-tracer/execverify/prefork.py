@@ -211,7 +211,7 @@ class Forkserver(object):
                         bool(limits.allow_writes), limits.stdin is not None, len(stdin), len(payload))
         job = Running(pid, msg_r, limits)
         try:
-            _write_all(job_w, head + stdin + payload)
+            write_all(job_w, head + stdin + payload)
         except OSError:
             pass  # the child is gone before its job: its exit says how
         finally:
@@ -270,7 +270,8 @@ class Forkserver(object):
                 pass
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Writes all of `data` to the pipe `fd` (also answer_host's replies)."""
     view = memoryview(data)
     while view:
         try:
@@ -279,7 +280,8 @@ def _write_all(fd: int, data: bytes) -> None:
             continue
 
 
-def _read_exact(fd: int, n: int) -> bytes:
+def read_exact(fd: int, n: int) -> bytes:
+    """Exactly `n` bytes from the pipe `fd`; EOFError if it closes first."""
     parts = []
     while n:
         try:
@@ -379,16 +381,16 @@ def _child(job_r: int, msg_w: int) -> None:
         sandbox.child_detach(ctx, keep=(job_r,))
         mapped = sandbox.mapped_bytes()
         try:
-            head = _read_exact(job_r, JOB.size)
+            head = read_exact(job_r, JOB.size)
         except EOFError:  # no job will come (the worker went away)
             sandbox.exit_now(0)
         kind, wall_ms, cpu_ms, memory_mb, output_bytes, file_bytes, writes, has_stdin, n_stdin, n = JOB.unpack(head)
-        stdin = _read_exact(job_r, n_stdin) if has_stdin else None
+        stdin = read_exact(job_r, n_stdin) if has_stdin else None
         limits = sandbox.Limits(wall_ms=wall_ms, cpu_ms=cpu_ms, memory_mb=memory_mb, output_bytes=output_bytes,
                                 file_bytes=file_bytes, allow_writes=bool(writes), stdin=stdin)
         sandbox.child_limit(ctx, limits, mapped)
         job.append(HANDLERS[kind])
-        job.append(_read_exact(job_r, n))
+        job.append(read_exact(job_r, n))
         os.close(job_r)
 
     sandbox.child_run(msg_w, _SPARE_LIMITS, setup, lambda ctx: job[0](ctx, job[1]))
