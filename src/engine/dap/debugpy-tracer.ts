@@ -12,8 +12,8 @@ import { pythonTracerDir, workerEnv } from '../python';
 import { TracerError } from '../worker/pool';
 import { TRACE_SCHEMA_VERSION, type Limits, type Outcome, type Step, type Trace, type Value } from '../trace/schema';
 import { safeParseTrace } from '../trace/validate';
-import { DapClient, DapError } from './client';
-import { decodePyRepr, diff, readStop, stopProcessGroup, type DapFrameView } from './stops';
+import { DapError, type DapClient } from './client';
+import { collectOutput, connectAdapter, decodePyRepr, diff, readStop, stopProcessGroup, type DapFrameView } from './stops';
 
 /** One run to record through debugpy: a file and a call expression evaluated in its namespace. */
 export interface DebugpyTraceJob {
@@ -110,21 +110,8 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
     // Its own process group: stopProcessGroup ends the launcher and the debuggee with it.
     detached: true,
   });
-  let adapterErr = '';
-  adapter.stderr!.on('data', (d: Buffer) => (adapterErr = (adapterErr + d.toString('utf8')).slice(-4000)));
-  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
-  adapter.on('exit', () => dap.fail(new Error(`the debug adapter exited${adapterErr ? `: ${adapterErr.trim()}` : ''}`)));
-  adapter.on('error', (err) => dap.fail(err));
-
-  const out = { stdout: '', stderr: '', stdoutCut: false, stderrCut: false };
-  dap.on('output', (e: DebugProtocol.OutputEvent) => {
-    const cat = e.body.category;
-    if (cat !== 'stdout' && cat !== 'stderr') return;
-    const room = limits.outputBytes - out.stdout.length - out.stderr.length;
-    const text = e.body.output.slice(0, Math.max(0, room));
-    if (text.length < e.body.output.length) out[cat === 'stdout' ? 'stdoutCut' : 'stderrCut'] = true;
-    out[cat] += text;
-  });
+  const { dap, stderrTail: adapterErr } = connectAdapter(adapter);
+  const out = collectOutput(dap, limits.outputBytes);
 
   const steps: Step[] = [];
   const stack: OpenFrame[] = [];
@@ -205,7 +192,7 @@ export async function traceViaDebugpy(job: DebugpyTraceJob, signal?: AbortSignal
       if (halted) throw new Error('halted'); // ends the try: nothing was recorded
       const syntax = /execverify\.dap_entry: syntax_error: (.*)/.exec(out.stderr);
       if (syntax) throw new TracerError('syntax_error', syntax[1]!);
-      const why = (out.stderr || adapterErr).trim().slice(-2000);
+      const why = (out.stderr || adapterErr()).trim().slice(-2000);
       throw new TracerError('bad_entry', `the program ended before the entry call ran${why ? `:\n${why}` : ''}`);
     }
     threadId = stop.body.threadId ?? 1;

@@ -13,8 +13,8 @@ import { codeEnv } from '../child-env';
 import { TracerError } from '../worker/pool';
 import { TRACE_SCHEMA_VERSION, type Limits, type Outcome, type Step, type Trace, type Value } from '../trace/schema';
 import { safeParseTrace } from '../trace/validate';
-import { DapClient, DapError } from './client';
-import { diff, readStop, stopProcessGroup } from './stops';
+import { DapError } from './client';
+import { collectOutput, connectAdapter, diff, readStop, stopProcessGroup } from './stops';
 import { UNREAD } from './debugpy-tracer';
 import { declarationLines, toValue, type LldbVariable } from './lldb-values';
 
@@ -85,22 +85,9 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
 
   async function record(program: string, compiler: string, stdinFile: string): Promise<Trace> {
     const adapter = spawn(adapterPath, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    let adapterErr = '';
-    adapter.stderr!.on('data', (d: Buffer) => (adapterErr = (adapterErr + d.toString('utf8')).slice(-4000)));
-    const dap = new DapClient(adapter.stdout!, adapter.stdin!);
-    adapter.on('exit', () => dap.fail(new Error(`the debug adapter exited${adapterErr ? `: ${adapterErr.trim()}` : ''}`)));
-    adapter.on('error', (err) => dap.fail(err));
-
-    const out = { stdout: '', stderr: '', stdoutCut: false, stderrCut: false };
-    dap.on('output', (e: DebugProtocol.OutputEvent) => {
-      const cat = e.body.category;
-      if (cat !== 'stdout' && cat !== 'stderr') return;
-      const room = limits.outputBytes - out.stdout.length - out.stderr.length;
-      const text = e.body.output.slice(0, Math.max(0, room));
-      if (text.length < e.body.output.length) out[cat === 'stdout' ? 'stdoutCut' : 'stderrCut'] = true;
-      // lldb gives the program a pseudo-terminal, whose line discipline writes "\n" as "\r\n".
-      out[cat] += text.replace(/\r\n/g, '\n');
-    });
+    const { dap, stderrTail: adapterErr } = connectAdapter(adapter);
+    // lldb gives the program a pseudo-terminal, whose line discipline writes "\n" as "\r\n".
+    const out = collectOutput(dap, limits.outputBytes, (text) => text.replace(/\r\n/g, '\n'));
     // lldb starts the program in a process group of its own: ending lldb's group does not end it.
     let debuggee: number | undefined;
     dap.on('process', (e: DebugProtocol.ProcessEvent) => (debuggee = e.body.systemProcessId));
@@ -168,7 +155,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       await dap.request('configurationDone', {});
       await launched;
       let stop = await Promise.race([firstStop, ended]);
-      if (!stop) throw new TracerError('bad_entry', `the program ended before main ran${adapterErr ? `:\n${adapterErr.trim()}` : ''}`);
+      if (!stop) throw new TracerError('bad_entry', `the program ended before main ran${adapterErr() ? `:\n${adapterErr().trim()}` : ''}`);
       const threadId = stop.body.threadId ?? 1;
       /** The last step came back out of another file's code (a libc call) into the middle of a line. */
       let outOf = false;

@@ -1,11 +1,11 @@
 // What a stop of a debug adapter looks like to the engine: the call stack,
-// read once per stop, the locals diff and the process-group stop the DAP
-// tracers share, and the small text conversions the DAP tracers and the
-// live step share. No vscode import.
+// read once per stop, the locals diff, the adapter connection, the program's
+// output and the process-group stop the DAP tracers share, and the small text
+// conversions the DAP tracers and the live step share. No vscode import.
 import type { ChildProcess } from 'node:child_process';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { Value } from '../trace/schema';
-import type { DapClient } from './client';
+import { DapClient } from './client';
 
 /** One frame of a stop, as the adapter reports it. */
 export interface DapFrameView {
@@ -26,6 +26,45 @@ export interface StopView {
 export async function readStop(dap: Pick<DapClient, 'request'>, threadId: number): Promise<StopView> {
   const { stackFrames } = await dap.request<DebugProtocol.StackTraceResponse['body']>('stackTrace', { threadId, startFrame: 0, levels: 0 });
   return { threadId, frames: stackFrames.map((f) => ({ id: f.id, name: f.name, path: f.source?.path, line: f.line })) };
+}
+
+/**
+ * A DapClient over a spawned adapter's pipes. The adapter's exit or a failed
+ * spawn fails every pending request, saying the end of what the adapter wrote
+ * to stderr (`stderrTail()`, kept for a tracer's own errors too).
+ */
+export function connectAdapter(adapter: ChildProcess): { dap: DapClient; stderrTail: () => string } {
+  let tail = '';
+  adapter.stderr!.on('data', (d: Buffer) => (tail = (tail + d.toString('utf8')).slice(-4000)));
+  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
+  adapter.on('exit', () => dap.fail(new Error(`the debug adapter exited${tail ? `: ${tail.trim()}` : ''}`)));
+  adapter.on('error', (err) => dap.fail(err));
+  return { dap, stderrTail: () => tail };
+}
+
+/** The program's stdout and stderr so far, and whether either was cut. */
+export interface ProgramOutput {
+  stdout: string;
+  stderr: string;
+  stdoutCut: boolean;
+  stderrCut: boolean;
+}
+
+/**
+ * Collects the program's stdout and stderr from the adapter's output events,
+ * the two together cut at `outputBytes`; `clean` rewrites each piece kept.
+ */
+export function collectOutput(dap: DapClient, outputBytes: number, clean: (text: string) => string = (text) => text): ProgramOutput {
+  const out: ProgramOutput = { stdout: '', stderr: '', stdoutCut: false, stderrCut: false };
+  dap.on('output', (e: DebugProtocol.OutputEvent) => {
+    const cat = e.body.category;
+    if (cat !== 'stdout' && cat !== 'stderr') return;
+    const room = outputBytes - out.stdout.length - out.stderr.length;
+    const text = e.body.output.slice(0, Math.max(0, room));
+    if (text.length < e.body.output.length) out[cat === 'stdout' ? 'stdoutCut' : 'stderrCut'] = true;
+    out[cat] += clean(text);
+  });
+  return out;
 }
 
 /**
