@@ -139,19 +139,29 @@ def test_flags_that_span_the_whole_run_are_refused_before_any_work(tmp_path):
     with pytest.raises(SystemExit, match="--limit"):
         ray_synthesize.run(COUNT, str(tmp_path), ["--limit", "3"])
     assert not (tmp_path / "shards").exists()
+    cli, cwd = ray_harvest.default_cli()
+    for bad in (["--specs", "5:3"], ["--specs", "0:%d" % (COUNT + 1)], ["--specs", "x"]):
+        proc = subprocess.run(cli + ["synthesize", "--count", str(COUNT), "--out", str(tmp_path / "slice"),
+                                     "--base-url", "http://127.0.0.1:9/v1", "--model", "m"] + bad, cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert proc.returncode == 2 and "--specs takes FROM:TO" in proc.stderr, (bad, proc.stderr)
+    assert not (tmp_path / "slice").exists()
 
 
 def test_execverify_synthesize_executor_ray_gives_the_local_store(local_ray, server, local_run, tmp_path):
-    """The CLI road: `execverify synthesize --executor ray` runs this driver and ends with the same store."""
+    """The CLI road: `execverify synthesize --executor ray` runs this driver and ends with the same store.
+    Slices 0:13 and 13:18: spec 13 (a near duplicate of specs 0 and 12) is alone in its slice and kept there;
+    the replay drops it, as the local run does."""
     cli, cwd = ray_harvest.default_cli()
     out = str(tmp_path / "cli")
     env = dict(os.environ, EXECVERIFY_RAY_PYTHON=sys.executable)
-    proc = subprocess.run(cli + ["synthesize", "--executor", "ray", "--count", str(COUNT), "--specs-per-task", "9",
+    proc = subprocess.run(cli + ["synthesize", "--executor", "ray", "--count", str(COUNT), "--specs-per-task", "13",
                                  "--out", out, "--quiet"] + _flags(server), cwd=cwd, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (summary["tasks"], summary["failed"]) == (2, [])
+    assert summary["redecided_by_dedup"] >= 1
     got_ids, got_drops = _outcome(out)
     assert sorted(got_ids) == sorted(local_run[0])
     assert got_drops == local_run[1]

@@ -268,6 +268,7 @@ export const synthesizeCommand: Command = {
   options: COMMON,
   async run(values, positionals, io) {
     const [sub, ...rest] = positionals;
+    if (sub !== undefined && values.executor !== undefined) throw new UsageError('--executor applies to the online form (synthesize --count N --out DIR)');
     if (sub === 'prompts') {
       if (rest.length) throw new UsageError('synthesize prompts takes no positional arguments');
       return writePrompts(values, io);
