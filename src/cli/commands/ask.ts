@@ -4,16 +4,15 @@
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, type CliIO, type Command } from '../command';
+import { modelProviderFor } from '../provider';
 import { askPrepared, prepareAsk } from '../../engine/ask';
 import { JudgeClient } from '../../engine/judge/client';
 import type { Reward } from '../../engine/judge/schema';
 import { formatRunStats } from '../../engine/model/accounting';
 import { BaselineProvider } from '../../engine/model/baseline';
-import { DiskCache } from '../../engine/model/cache';
-import { ModelClient } from '../../engine/model/client';
-import { ConfigError, endpointFromEnv, type EndpointConfigInput } from '../../engine/model/config';
+import type { EndpointConfigInput } from '../../engine/model/config';
 import { ModelError } from '../../engine/model/errors';
-import { ModelProvider, type Provider } from '../../engine/model/provider';
+import type { Provider } from '../../engine/model/provider';
 import { loadTemplates } from '../../engine/model/templates';
 import type { Question } from '../../engine/questions/schema';
 import { referenceLine } from '../../engine/questions/truth';
@@ -145,21 +144,10 @@ export const askCommand: Command = {
     if (seed !== undefined) overrides.seed = seed;
     const timeoutMs = positiveInt(values, 'timeout-ms');
     if (timeoutMs !== undefined) overrides.timeoutMs = timeoutMs;
-    let provider: Provider;
-    try {
-      const endpoint = endpointFromEnv(io.env, overrides);
-      if (endpoint) {
-        const cache = values['no-cache']
-          ? undefined
-          : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
-        provider = new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
-      } else {
-        io.stderr.write(`${CONNECT_HINT}\n\n`);
-        provider = new BaselineProvider();
-      }
-    } catch (err) {
-      if (err instanceof ConfigError) throw new UsageError(err.message);
-      throw err;
+    let provider: Provider | undefined = modelProviderFor(io, values, overrides);
+    if (!provider) {
+      io.stderr.write(`${CONNECT_HINT}\n\n`);
+      provider = new BaselineProvider();
     }
 
     const pool = new TracerPool({ python: resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env), size: 1, env: io.env });

@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { UsageError, type Command } from '../command';
+import { modelProviderFor } from '../provider';
 import { resolvePython } from '../../engine/python';
 import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
@@ -23,10 +24,8 @@ import type { Trace } from '../../engine/trace/schema';
 import { Progress } from '../../engine/eval/progress';
 import { formatRunStats } from '../../engine/model/accounting';
 import { BaselineProvider } from '../../engine/model/baseline';
-import { DiskCache } from '../../engine/model/cache';
-import { ModelClient } from '../../engine/model/client';
-import { ConfigError, endpointFromEnv, type EndpointConfigInput } from '../../engine/model/config';
-import { ModelProvider, type Provider } from '../../engine/model/provider';
+import type { EndpointConfigInput } from '../../engine/model/config';
+import type { Provider } from '../../engine/model/provider';
 import {
   loadReval,
   probesOf,
@@ -242,18 +241,7 @@ function providerFor(values: Record<string, unknown>, io: Parameters<Command['ru
   }
   const maxTokens = positiveInt(values['max-tokens'], '--max-tokens');
   if (maxTokens !== undefined) overrides.maxTokens = maxTokens;
-  try {
-    const endpoint = endpointFromEnv(io.env, overrides);
-    if (!endpoint) return undefined;
-    const cache =
-      values['no-cache'] === true
-        ? undefined
-        : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
-    return new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
-  } catch (err) {
-    if (err instanceof ConfigError) throw new UsageError(err.message);
-    throw err;
-  }
+  return modelProviderFor(io, values, overrides);
 }
 
 const pct = (x: number | null) => (x === null ? 'n/a' : (100 * x).toFixed(2));

@@ -5,12 +5,10 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, type Command } from '../command';
+import { modelProviderFor } from '../provider';
 import { JudgeClient } from '../../engine/judge/client';
 import { formatRunStats } from '../../engine/model/accounting';
 import { BaselineProvider } from '../../engine/model/baseline';
-import { DiskCache } from '../../engine/model/cache';
-import { ModelClient } from '../../engine/model/client';
-import { ConfigError, endpointFromEnv } from '../../engine/model/config';
 import { ModelProvider, type Provider } from '../../engine/model/provider';
 import { resolvePython } from '../../engine/python';
 import { ProblemFileError, parseProblems } from '../../engine/simulate/problem';
@@ -88,26 +86,15 @@ export const simulateCommand: Command = {
       throw err;
     }
 
-    let provider: Provider;
-    try {
-      const endpoint = endpointFromEnv(io.env, {
-        ...(typeof values['base-url'] === 'string' ? { baseURL: values['base-url'] } : {}),
-        ...(typeof values.model === 'string' ? { model: values.model } : {}),
-        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      });
-      if (endpoint) {
-        const cache = values['no-cache']
-          ? undefined
-          : new DiskCache(path.resolve(io.cwd, typeof values['cache-dir'] === 'string' ? values['cache-dir'] : '.execverify/cache/model'));
-        provider = new ModelProvider(new ModelClient(endpoint, cache ? { cache } : {}));
-      } else {
-        io.stderr.write(`${CONNECT_HINT}\n\n`);
-        provider = new BaselineProvider();
-        if (turns > 0) io.stderr.write('--turns: the baseline writes no programs, so nothing is fixed (connect a model to fix candidates).\n\n');
-      }
-    } catch (err) {
-      if (err instanceof ConfigError) throw new UsageError(err.message);
-      throw err;
+    let provider: Provider | undefined = modelProviderFor(io, values, {
+      ...(typeof values['base-url'] === 'string' ? { baseURL: values['base-url'] } : {}),
+      ...(typeof values.model === 'string' ? { model: values.model } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    if (!provider) {
+      io.stderr.write(`${CONNECT_HINT}\n\n`);
+      provider = new BaselineProvider();
+      if (turns > 0) io.stderr.write('--turns: the baseline writes no programs, so nothing is fixed (connect a model to fix candidates).\n\n');
     }
 
     const out = path.resolve(io.cwd, values.out);
