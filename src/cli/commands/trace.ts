@@ -92,16 +92,7 @@ export const traceCommand: Command = {
     if (values.via !== undefined) return traceThroughDebugger(String(values.via), job, python, values.json === true, io);
     const pool = new TracerPool({ python, size: 1, env: io.env });
     try {
-      const trace = await pool.trace(job, io.signal);
-      if (values.json) io.stdout.write(JSON.stringify(trace) + '\n');
-      else io.stdout.write(renderTrace(trace));
-      return 0;
-    } catch (err) {
-      if (err instanceof TracerError) {
-        io.stderr.write(`execverify trace: ${err.code === 'cancelled' ? 'cancelled' : err.message}\n`);
-        return err.code === 'cancelled' ? 130 : 1;
-      }
-      throw err;
+      return await printTrace(() => pool.trace(job, io.signal), values.json === true, io);
     } finally {
       await pool.close();
     }
@@ -114,17 +105,8 @@ async function traceThroughDebugger(via: string, job: TraceJob, python: string, 
   if (via !== 'debugpy') throw new UsageError(`--via must be debugpy or lldb, not '${via}'`);
   if (job.entry.kind !== 'call' || job.path === undefined) throw new UsageError('--via debugpy records a call: give FILE and --entry "f(1, 2)"');
   if (job.stdin !== undefined || job.backend !== undefined) throw new UsageError('--via debugpy takes neither --stdin nor --backend');
-  try {
-    const trace = await traceViaDebugpy({ path: job.path, expr: job.entry.expr, python, env: io.env, limits: job.limits }, io.signal);
-    io.stdout.write(json ? JSON.stringify(trace) + '\n' : renderTrace(trace));
-    return 0;
-  } catch (err) {
-    if (err instanceof TracerError) {
-      io.stderr.write(`execverify trace: ${err.code === 'cancelled' ? 'cancelled' : err.message}\n`);
-      return err.code === 'cancelled' ? 130 : 1;
-    }
-    throw err;
-  }
+  const { path: file, entry } = job;
+  return printTrace(() => traceViaDebugpy({ path: file, expr: entry.expr, python, env: io.env, limits: job.limits }, io.signal), json, io);
 }
 
 /** `--via lldb`: a C program compiled with gcc -g -O0, its main stepped through lldb's DAP server. */
@@ -133,8 +115,14 @@ async function traceThroughLldb(job: TraceJob, json: boolean, io: CliIO): Promis
     throw new UsageError('--via lldb records a C program from its main: give FILE.c and --entry main');
   }
   if (job.backend !== undefined) throw new UsageError('--via lldb takes no --backend');
+  const file = job.path;
+  return printTrace(() => traceViaLldb({ path: file, env: io.env, stdin: job.stdin, limits: job.limits }, io.signal), json, io);
+}
+
+/** Prints the trace `record` makes, readable or as JSON; a TracerError is one line and exit 1 (130 when cancelled). */
+async function printTrace(record: () => Promise<Trace>, json: boolean, io: CliIO): Promise<number> {
   try {
-    const trace = await traceViaLldb({ path: job.path, env: io.env, stdin: job.stdin, limits: job.limits }, io.signal);
+    const trace = await record();
     io.stdout.write(json ? JSON.stringify(trace) + '\n' : renderTrace(trace));
     return 0;
   } catch (err) {
