@@ -157,6 +157,8 @@ export const AnalysisSchema = z.object({
   calls: z.array(z.object({ function: z.string().nullable(), problem: z.string().nullable() })).optional(),
 });
 export type Analysis = z.infer<typeof AnalysisSchema>;
+/** The stages a candidate passes before dedup (and dedup itself): one dropped there never registered its keys. */
+const BEFORE_DEDUP = new Set(['model', 'parse', 'analyse', 'calls', 'dedup']);
 const AnalyseResultSchema = z.object({ results: z.array(AnalysisSchema) });
 const MutateResultSchema = z.object({ results: z.array(z.object({ calls: z.array(z.string()) })) });
 
@@ -202,6 +204,8 @@ export class CandidateProcessor {
   };
   private readonly dropLog: JsonlAppender;
   private readonly decided = new Set<string>();
+  /** Candidates dropped at dedup or before it: they never registered their keys. */
+  private readonly neverDeduped = new Set<string>();
   private readonly exactInRun = new Set<string>();
   private readonly nearInRun = new Set<string>();
   private readonly coverage = new Map<string, Set<string>>();
@@ -223,7 +227,7 @@ export class CandidateProcessor {
     const dropsFile = options.dropsFile ?? workFiles(options.out).drops;
     repairTail(dropsFile); // a kill's torn last line, cut before the next append
     this.dropLog = new JsonlAppender(dropsFile);
-    for (const d of readJsonl(dropsFile, (v) => SynthDropSchema.parse(v)).items) this.decided.add(d.candidate);
+    for (const d of readJsonl(dropsFile, (v) => SynthDropSchema.parse(v)).items) this.remember(d);
     this.hashSeed = options.hashSeed ?? DEFAULT_HASH_SEED;
     this.checkSeeds = options.checkSeeds
       ? options.checkSeeds.filter((x) => x !== this.hashSeed)
@@ -258,10 +262,29 @@ export class CandidateProcessor {
     return this.decided.has(key) || this.store.hasCandidate(key);
   }
 
+  /**
+   * Whether an earlier run decided this candidate. One that got past dedup
+   * then (stored, or dropped by a later stage) registers its keys again, so a
+   * resumed run drops its later copies as one uninterrupted run would.
+   */
+  decidedBefore(c: Candidate): boolean {
+    if (!this.isDecided(c.key)) return false;
+    if (!this.neverDeduped.has(c.key)) {
+      this.exactInRun.add(exactKey(c.code, c.call));
+      this.nearInRun.add(nearKey(c.astHash, c.call));
+    }
+    return true;
+  }
+
   drop(entry: SynthDrop): void {
     if (this.decided.has(entry.candidate)) return;
     this.dropLog.append(entry);
+    this.remember(entry);
+  }
+
+  private remember(entry: SynthDrop): void {
     this.decided.add(entry.candidate);
+    if (BEFORE_DEDUP.has(entry.stage)) this.neverDeduped.add(entry.candidate);
   }
 
   async tick<T>(stage: string, fn: () => Promise<T> | T): Promise<T> {
@@ -636,7 +659,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
       if (deps.signal?.aborted || limitReached()) return;
       const check = a!.calls![k]!;
       const c = candidateOf(spec, answer, program.code, call, check.function ?? program.function, a!, 2);
-      if (p.isDecided(c.key)) continue;
+      if (p.decidedBefore(c)) continue;
       if (check.problem) {
         p.drop({ candidate: c.key, stage: 'calls', reason: check.problem, spec: spec.id, level: spec.level });
         continue;
@@ -686,7 +709,7 @@ async function synthesizeInto(p: CandidateProcessor, options: SynthesisOptions, 
     // Dedup in spec order (synchronous), then the rest in parallel with other specs.
     const todo: Candidate[] = [];
     for (const c of candidates) {
-      if (p.isDecided(c.key)) continue;
+      if (p.decidedBefore(c)) continue;
       dedupLog?.append({ candidate: c.key, spec: c.spec, exact: exactKey(c.code, c.call), near: nearKey(c.astHash, c.call) });
       const dup = p.dedup(c);
       if (dup) p.drop({ candidate: c.key, stage: 'dedup', reason: dup, spec: c.spec, level: c.level });
