@@ -739,6 +739,11 @@ class CallCapture:
         if expr is None:
             self.drops[why] += 1
             return None
+        return self._unseen(info, line, expr, namespace)
+
+    def _unseen(self, info, line, expr, namespace):
+        """The pending call `_begin` and `_begin_method` return, or None when
+        this module has a call of the same text already."""
         if (info[0], expr) in self._seen:
             self.drops["duplicate_call"] += 1
             return None
@@ -853,11 +858,7 @@ class CallCapture:
         if self.max_calls and len(self.calls) >= self.max_calls:
             self.drops["capture_cap"] += 1
             return None
-        if (info[0], expr) in self._seen:
-            self.drops["duplicate_call"] += 1
-            return None
-        self._begun += 1
-        return (info, line, expr, namespace)
+        return self._unseen(info, line, expr, namespace)
 
     def _dataclass_instance(self, obj, cls, namespace):
         """`Item(name='a', qty=2)` for an instance of a dataclass of this module
