@@ -14,6 +14,7 @@ import { TracerPool } from '../../engine/trace/runner';
 import { JudgeClient, passAtK, type CruxevalSample } from '../../engine/judge/client';
 import { askReval, revalPrompt } from '../../engine/eval/reval-ask';
 import { askCruxeval } from '../../engine/eval/cruxeval';
+import { readJsonlRows } from '../../engine/eval/jsonl';
 import { datasetReport, runDataset as runStore, summarize, type DatasetRun } from '../../engine/eval/dataset';
 import { readStore } from '../../engine/dataset/store';
 import { LcbRowSchema, lcbKey, lcbPass1, scoreLcb, type LcbRow } from '../../engine/eval/lcb';
@@ -56,27 +57,12 @@ async function readJson(file: string, what: string): Promise<unknown> {
   }
 }
 
-async function readRows(file: string): Promise<z.infer<typeof RowSchema>[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read --data ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  return text
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((line, i) => {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(line);
-      } catch {
-        throw new UsageError(`--data ${file} line ${i + 1} is not JSON (expected CRUXEval JSONL: id, code, input, output)`);
-      }
-      const row = RowSchema.safeParse(raw);
-      if (!row.success) throw new UsageError(`--data ${file} line ${i + 1}: ${row.error.issues[0]!.path.join('.')}: ${row.error.issues[0]!.message}`);
-      return row.data;
-    });
+function readRows(file: string): Promise<z.infer<typeof RowSchema>[]> {
+  return readJsonlRows(file, RowSchema, {
+    name: `--data ${file}`,
+    lineHint: 'expected CRUXEval JSONL: id, code, input, output',
+    error: (m) => new UsageError(m),
+  });
 }
 
 export const evalCommand: Command = {

@@ -3,7 +3,6 @@
 // our tracer, REval's truth read from the trace (reval-truth.ts), answers
 // scored by REval's rules or ours (python-tracer/execverify/reval.py), and the
 // metrics REval prints: accuracy per task, coverage P/R/F1, consistency.
-import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { JudgeClient, RevalItem } from '../judge/client';
@@ -11,6 +10,7 @@ import type { Verdict } from '../judge/schema';
 import { decodeTrace } from '../trace/decode';
 import type { TraceJob } from '../trace/runner';
 import type { Trace, Value } from '../trace/schema';
+import { readJsonlRows } from './jsonl';
 import { probeTruth, revalStates, type ProbeTruth } from './reval-truth';
 
 export const REVAL_TASKS = ['coverage', 'state', 'path', 'output'] as const;
@@ -51,29 +51,8 @@ export class RevalDataError extends Error {
   override name = 'RevalDataError';
 }
 
-async function readJsonl<T>(file: string, schema: z.ZodType<T>): Promise<T[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new RevalDataError(
-      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (--data is a checkout of REval's repository)`,
-    );
-  }
-  return text
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((line, i) => {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(line);
-      } catch {
-        throw new RevalDataError(`${file} line ${i + 1} is not JSON`);
-      }
-      const row = schema.safeParse(raw);
-      if (!row.success) throw new RevalDataError(`${file} line ${i + 1}: ${row.error.issues[0]!.path.join('.')}: ${row.error.issues[0]!.message}`);
-      return row.data;
-    });
+function readJsonl<T>(file: string, schema: z.ZodType<T>): Promise<T[]> {
+  return readJsonlRows(file, schema, { name: file, readHint: "--data is a checkout of REval's repository", error: (m) => new RevalDataError(m) });
 }
 
 /** The benchmark from a checkout of REval's repository (or a folder with its two data files). */
