@@ -6,6 +6,7 @@ import { Methods } from '../server/protocol';
 import { registerCommands } from './commands';
 import { registerReplayDebugger } from './debug';
 import { registerDecorations } from './decorations';
+import { registerLiveDebug } from './live-debug';
 import type { EngineClient } from './engine-client';
 import { registerOutput, type Log } from './log';
 import { registerPanel } from './panel';
@@ -29,10 +30,11 @@ export function activateExtension(context: vscode.ExtensionContext, startEngine:
   const panel = registerPanel(context, { client, log });
   const replay = registerReplayBridge(context, { client, panel, log });
   registerReplayDebugger(context, { recorder: () => replay.recorder, onTrace: replay.onTrace });
+  const live = registerLiveDebug(context);
   registerCommands(context, { client, trust, panel, status, replay, log });
   registerReportViewer(context, { log });
   // Only a test build has the self-test (scripts/build.mjs --test, which test/e2e/run.sh uses):
   // in the shipped bundle this condition is false at build time and the self-test is left out.
   if (process.env.EXECVERIFY_TEST_BUILD === '1') scheduleSelfTest(context, { client });
-  return { client, inline, status, panel, replay };
+  return { client, inline, status, panel, replay, live };
 }

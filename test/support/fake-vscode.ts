@@ -238,6 +238,8 @@ export const fake = {
   debugStarts: [] as { folder: unknown; config: any }[],
   activeDebugSession: undefined as any,
   customRequests: [] as { command: string; args: unknown }[],
+  /** registerDebugAdapterTrackerFactory's registrations: a test creates trackers from them as VS Code would. */
+  trackerFactories: [] as { type: string; factory: any }[],
   emitters: {
     visibleEditors: new EventEmitter<FakeEditor[]>(),
     textChange: new EventEmitter<any>(),
@@ -272,6 +274,7 @@ export function resetFake(): void {
   fake.debugStarts = [];
   fake.activeDebugSession = undefined;
   fake.customRequests = [];
+  fake.trackerFactories = [];
   for (const e of Object.values(fake.emitters)) e.dispose();
 }
 
@@ -438,6 +441,11 @@ export const debug = {
   onDidTerminateDebugSession: (l: Listener<any>) => fake.emitters.debugTerminate.event(l),
   registerDebugAdapterDescriptorFactory: () => new Disposable(),
   registerDebugConfigurationProvider: () => new Disposable(),
+  registerDebugAdapterTrackerFactory: (type: string, factory: any) => {
+    const entry = { type, factory };
+    fake.trackerFactories.push(entry);
+    return new Disposable(() => void fake.trackerFactories.splice(fake.trackerFactories.indexOf(entry), 1));
+  },
 };
 
 /** A debug session as the extension sees it; custom requests are recorded. */
