@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 import types
 
 from .values import Encoder
@@ -104,6 +105,138 @@ def outcome_json(outcome, repr_chars=1000, container_items=32):
     if kind == "returned":
         return json.dumps({"kind": "returned", "value": json.loads(encoder.encode_value(v))})
     return json.dumps({"kind": "raised", "type": type(v).__name__, "message": encoder.safe_str(v)})
+
+
+REFUSED_BEFORE_312 = (
+    "recording from a live session needs Python 3.12+ (sys.monitoring); on Python %d.%d there is one"
+    " settrace slot and the debugger owns it"
+)
+
+
+def record_from_here(out_path, max_steps=100000, repr_chars=1000, container_items=32):
+    """Starts our recorder beside the debugger, on the frame it evaluates in:
+    from its current line, with its current locals, through its callees in
+    the same file, until it returns (or yields or unwinds). The Trace is then
+    written to out_path (temp + rename); a failure is written there as
+    {"error": ...}. Returns JSON text at once: {"recording": line, "tool": id}
+    or {"refused": why} / {"error": why}."""
+    if sys.version_info < (3, 12):
+        return json.dumps({"refused": REFUSED_BEFORE_312 % sys.version_info[:2]})
+    frame = _evaluated_frame()
+    if frame is None:
+        return json.dumps({"error": "the debugger's frame was not found (a debugpy this version does not know?)"})
+    m = sys.monitoring
+    # The debugger holds DEBUGGER_ID; any id no tool uses is ours for this call.
+    free = [t for t in range(6) if m.get_tool(t) is None]
+    if not free:
+        return json.dumps({"error": "every sys.monitoring tool id is in use"})
+    filename = frame.f_code.co_filename
+    try:
+        with open(filename, encoding="utf-8") as fh:
+            source = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return json.dumps({"error": "cannot read %s: %s" % (filename, exc)})
+    live = _LiveRecording(free[-1], out_path, frame, source, max_steps, repr_chars, container_items)
+    return json.dumps({"recording": frame.f_lineno, "tool": live.backend.tool})
+
+
+class _Sink:
+    """The Recorder's context in a live process: steps kept in memory; a
+    limit ends the recording (and returns: nothing here may stop the user's
+    program)."""
+
+    def __init__(self, on_limit):
+        self.chunks = []
+        self.on_limit = on_limit
+
+    def send(self, kind, payload):
+        from .protocol import STEPS
+        if kind == STEPS:
+            self.chunks.append(payload.decode())
+
+    def limit(self, kind, message):
+        self.on_limit(kind, message)
+
+
+class _LiveRecording:
+    def __init__(self, tool, out_path, frame, source, max_steps, repr_chars, container_items):
+        from .recorder import DEFAULT_LIMITS, Recorder
+        from .sysmon import MonitoringBackend
+
+        self.out_path = out_path
+        self.started = time.time()
+        self.done = False
+        self.exc = None
+        limits = dict(DEFAULT_LIMITS, steps=max_steps, reprChars=repr_chars, containerItems=container_items,
+                      cpuTimeMs=10 ** 12)
+        self.sink = _Sink(self._limit)
+        files = [{"path": frame.f_code.co_filename, "filename": frame.f_code.co_filename, "source": source}]
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        entry = json.dumps({"kind": "call", "expr": "%s  # recorded from line %d of a live session" % (name, frame.f_lineno)})
+        self.rec = rec = Recorder(self.sink, limits, files, entry_json=entry)
+        live = self
+
+        class Backend(MonitoringBackend):
+            def _unwind(self, code, offset, exc):
+                live.exc = exc
+                return MonitoringBackend._unwind(self, code, offset, exc)
+
+            def _finish(self, code, value, yielded, unwound):
+                MonitoringBackend._finish(self, code, value, yielded, unwound)
+                if not live.done and not rec.stack:
+                    live.returned(value, unwound)
+
+            def _fail(self, e):
+                if not live.done:
+                    live.end(None, "the recorder failed: %s: %s" % (type(e).__name__, e))
+
+        self.backend = Backend(tool)
+        self.backend.rec = rec
+        code = frame.f_code
+        rec.preload_codes = (code,)
+        self.backend.start()
+        rec.on_call(frame, rec.info(code), code)
+
+    def returned(self, value, unwound):
+        if unwound:
+            e = self.exc
+            outcome = {"kind": "raised", "type": type(e).__name__ if e is not None else "BaseException",
+                       "message": self.rec.enc.safe_str(e) if e is not None else "", "line": None}
+        else:
+            from .recorder import RawJSON
+            outcome = {"kind": "returned", "value": RawJSON(self.rec.enc.encode(value)[0])}
+        self.end(outcome)
+
+    def _limit(self, kind, message):
+        if not self.done:
+            self.end({"kind": "limit", "limit": kind, "message": message})
+
+    def end(self, outcome, error=None):
+        """Frees our tool id (no event of ours runs after this) and writes the trace."""
+        self.done = True
+        b, m = self.backend, sys.monitoring
+        steps = self.sink.chunks + ([",".join(self.rec.buf)] if self.rec.buf else [])
+        n = self.rec.n
+        b.stop()
+        for event, _fn in b.callbacks + ((m.events.PY_START, None),):
+            m.register_callback(b.tool, event, None)
+        m.set_events(b.tool, 0)
+        m.free_tool_id(b.tool)
+        if error is None:
+            from .recorder import head_text, tail_text
+            text = (head_text("monitoring", self.rec.entry_json, self.rec.files)
+                    + ",".join(s for s in steps if s)
+                    + tail_text(outcome, "", False, "", False, n)
+                    + ',"wallMs":%.3f}}' % ((time.time() - self.started) * 1000.0))
+            trace = json.loads(text)
+            trace["python"]["isolation"] = "none"  # the user's own process, not our sandbox
+            text = json.dumps(trace)
+        else:
+            text = json.dumps({"error": error})
+        tmp = self.out_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, self.out_path)
 
 
 def run(path, expr):

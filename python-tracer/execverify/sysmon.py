@@ -40,10 +40,11 @@ class MonitoringBackend:
         b.rec = rec
         return b
 
-    def __init__(self):
+    def __init__(self, tool=None):
         m = self.mon = sys.monitoring
         E = m.events
-        t = self.tool = m.DEBUGGER_ID
+        # a live session's recorder takes a free id beside the debugger's (dap_entry.record_from_here)
+        t = self.tool = m.DEBUGGER_ID if tool is None else tool
         self.rec = None
         self.active = False
         self.thread = _get_ident()

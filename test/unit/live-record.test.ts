@@ -1,0 +1,137 @@
+// "Record from here" (src/engine/live/record.ts) in a real debugpy session:
+// on Python 3.12 our sys.monitoring recorder runs beside debugpy's and records
+// the rest of the stopped call exactly as the in-process tracer does; on 3.11
+// it is refused with the reason. debugpy is .venv's (pure Python code, so the
+// same package runs on 3.12: it is copied beside the test, as the 3.12
+// debuggee cannot import .venv's 3.11 site-packages).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { DapClient } from '../../src/engine/dap/client';
+import { stopProcessGroup } from '../../src/engine/dap/stops';
+import { recordFromHere, RecordRefused } from '../../src/engine/live/record';
+import { pythonTracerDir } from '../../src/engine/python';
+import { TracerPool } from '../../src/engine/trace/runner';
+import type { Step, Trace, Value } from '../../src/engine/trace/schema';
+
+const REPO = path.resolve(__dirname, '../..');
+const VENV_PYTHON = path.join(REPO, '.venv/bin/python');
+const PROGRAM = path.join(REPO, 'test/fixtures/live/record.py');
+const BREAK_LINE = 8; // `acc += square(x)`, first stop: x = 1, acc = 0
+const tracerDir = pythonTracerDir();
+
+function python312(): string {
+  const found = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
+    .split('\n')
+    .find((p) => /python3\.12$/.test(p));
+  assert.ok(found, 'this test needs Python 3.12 (scripts/pythons.sh found none)');
+  return found;
+}
+
+interface Session {
+  adapter: ChildProcess;
+  dap: DapClient;
+  threadId: number;
+}
+
+/** A user's debug session: debugpy's adapter, the program launched under it, stopped at BREAK_LINE. */
+async function startSession(python: string, env: NodeJS.ProcessEnv): Promise<Session> {
+  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
+  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
+  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
+  const initialized = dap.waitFor('initialized');
+  const launched = dap.request('launch', {
+    request: 'launch',
+    type: 'debugpy',
+    name: 'user session',
+    program: PROGRAM,
+    cwd: path.dirname(PROGRAM),
+    python: [python],
+    justMyCode: true,
+    console: 'internalConsole',
+  });
+  launched.catch(() => undefined);
+  await initialized;
+  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: BREAK_LINE }] });
+  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+  await dap.request('configurationDone', {});
+  await launched;
+  return { adapter, dap, threadId: (await first).body.threadId ?? 1 };
+}
+
+/** Each step's event, function, line and the whole locals of its frame after it (set/del applied). */
+function states(steps: Step[]): Array<{ event: string; fn: string; line: number; locals: Record<string, Value> }> {
+  const frames = new Map<number, Record<string, Value>>();
+  return steps.map((s) => {
+    const locals = { ...(frames.get(s.frame) ?? {}), ...(s.set ?? {}) };
+    for (const name of s.del ?? []) delete locals[name];
+    frames.set(s.frame, locals);
+    return { event: s.event, fn: s.fn, line: s.line, locals };
+  });
+}
+
+let work: string;
+const sessions: Session[] = [];
+
+before(() => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'live-record-'));
+  const debugpy = path.join(REPO, '.venv/lib/python3.11/site-packages/debugpy');
+  assert.ok(existsSync(debugpy), `debugpy is not in .venv (${debugpy}): run scripts/python-env.sh`);
+  cpSync(debugpy, path.join(work, 'debugpy'), { recursive: true });
+});
+
+after(async () => {
+  for (const s of sessions) await stopProcessGroup(s.adapter);
+  rmSync(work, { recursive: true, force: true });
+});
+
+test('on 3.12, record from a stop mid-function: the rest of the call as the in-process tracer records it', async () => {
+  const py = python312();
+  const session = await startSession(py, { ...process.env, PYTHONPATH: work });
+  sessions.push(session);
+  const { start, trace } = await recordFromHere(session.dap, session.threadId, { tracerDir });
+  assert.equal(start.line, BREAK_LINE);
+  assert.notEqual(start.tool, 0, 'debugpy holds DEBUGGER_ID (0); ours is another');
+  assert.equal(trace.python?.backend, 'monitoring');
+  assert.equal(trace.python?.isolation, 'none');
+  assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, "(14, 'sum=14')");
+
+  const pool = new TracerPool({ python: py, size: 1, env: process.env });
+  let reference: Trace;
+  try {
+    reference = await pool.trace({ path: PROGRAM, entry: { kind: 'call', expr: 'total([1, 2, 3])' } });
+  } finally {
+    await pool.close();
+  }
+  const ref = states(reference.steps);
+  const from = ref.findIndex((s) => s.event === 'line' && s.fn === 'total' && s.line === BREAK_LINE);
+  const got = states(trace.steps);
+  // It starts at the stop: a `call` at the current line with every current local.
+  assert.deepEqual(got[0], { ...ref[from], event: 'call' });
+  assert.deepEqual(Object.keys(got[0].locals).sort(), ['acc', 'x', 'xs']);
+  // Then the stopped line's own event was debugpy's; every later one is recorded as in-process.
+  assert.deepEqual(got.slice(1), ref.slice(from + 1));
+  // The callees are in it (square(1..3)), recorded across debugpy's second stop at the breakpoint.
+  assert.deepEqual(
+    got.filter((s) => s.event === 'call' && s.fn === 'square').map((s) => s.locals.n?.repr),
+    ['1', '2', '3'],
+  );
+  assert.deepEqual(trace.outcome, reference.outcome);
+});
+
+test('on 3.11, record from here is refused with the reason (debugpy owns the one settrace slot)', async () => {
+  const session = await startSession(VENV_PYTHON, process.env);
+  sessions.push(session);
+  await assert.rejects(recordFromHere(session.dap, session.threadId, { tracerDir }), (e: unknown) => {
+    assert.ok(e instanceof RecordRefused);
+    assert.equal(
+      e.message,
+      'recording from a live session needs Python 3.12+ (sys.monitoring); on Python 3.11 there is one settrace slot and the debugger owns it',
+    );
+    return true;
+  });
+});
