@@ -7,10 +7,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { DapClient } from '../dap/client';
 import { decodePyRepr, readStop } from '../dap/stops';
 import type { Trace } from '../trace/schema';
 import { parseTrace } from '../trace/validate';
 import type { LiveDap } from './stop';
+
+/** A session's requests, and its events where it has them (a DapClient; the editor passes `resume` instead). */
+export type RecordDap = LiveDap & Partial<Pick<DapClient, 'waitFor'>>;
 
 /** Why a recording could not be made (refused on 3.8–3.11, or the recorder's own error): one line for the user. */
 export class RecordRefused extends Error {}
@@ -42,7 +46,7 @@ export interface RecordStart {
  * and locals to its return, valid under TraceSchema. Throws RecordRefused
  * with the reason where recording is not possible.
  */
-export async function recordFromHere(dap: LiveDap, threadId: number, options: RecordOptions): Promise<{ start: RecordStart; trace: Trace }> {
+export async function recordFromHere(dap: RecordDap, threadId: number, options: RecordOptions): Promise<{ start: RecordStart; trace: Trace }> {
   const view = await readStop(dap, threadId);
   const top = view.frames[0];
   if (!top) throw new RecordRefused('the thread has no stopped frame');
@@ -78,10 +82,9 @@ export async function recordFromHere(dap: LiveDap, threadId: number, options: Re
 }
 
 /** `continue`, then the next `stopped` or `terminated`, whichever comes first. */
-async function resumeUntilStopOrEnd(dap: LiveDap, threadId: number): Promise<boolean> {
-  const events = dap as LiveDap & { waitFor?: (event: string) => Promise<unknown> };
-  if (!events.waitFor) throw new RecordRefused('this session cannot be resumed from here: pass RecordOptions.resume');
-  const next = Promise.race([events.waitFor('stopped').then(() => false), events.waitFor('terminated').then(() => true)]);
+async function resumeUntilStopOrEnd(dap: RecordDap, threadId: number): Promise<boolean> {
+  if (!dap.waitFor) throw new RecordRefused('this session cannot be resumed from here: pass RecordOptions.resume');
+  const next = Promise.race([dap.waitFor('stopped').then(() => false), dap.waitFor('terminated').then(() => true)]);
   await dap.request('continue', { threadId });
   return next;
 }
