@@ -228,6 +228,24 @@ test('cancelling stops lldb and the program at once; a wall-time limit keeps wha
   assert.deepEqual(children(), [], 'nothing left behind after the wall-time limit');
 });
 
+test("cancelling at any moment of the start (before lldb says the program's pid) leaves nothing running", async () => {
+  // Cancelled as soon as lldb, then the program, is seen: lldb may not have said the pid yet.
+  const started = { lldb: (c: string) => /(?:^|\/)lldb/.test(c), program: (c: string) => c.includes(`${TMP}/execverify-c-`) };
+  for (const [what, seen] of Object.entries(started)) {
+    const ac = new AbortController();
+    const run = traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 600_000, steps: 1_000_000 } }, ac.signal);
+    let settled = false;
+    run.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    while (!settled && !children().some(seen)) await new Promise((r) => setImmediate(r));
+    ac.abort();
+    await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
+    assert.deepEqual(children(), [], `nothing left behind after a cancel once ${what} ran`);
+  }
+});
+
 test('a segfault is a crash naming the signal; exit(n) in main is an exited outcome', async () => {
   const crash = await traceViaLldb({ path: path.join(C, 'crash.c'), env: ENV, limits: LIMITS });
   assert.equal(crash.outcome.kind, 'crashed');

@@ -55,8 +55,20 @@ export class DapClient extends EventEmitter {
     });
   }
 
-  /** The next event named `event` (and matching `when`), or the connection's end as an error. */
+  /**
+   * The next event named `event` (and matching `when`), or the connection's
+   * end as an error. A wait is often set up before the request that causes
+   * the event, and left behind when that request fails (a tracer halted, the
+   * adapter gone): so the end of the connection rejects it for whoever awaits
+   * it, and is never an unhandled rejection when nobody does any more.
+   */
   waitFor<T extends DebugProtocol.Event>(event: string, when: (e: T) => boolean = () => true): Promise<T> {
+    const wait = this.wait<T>(event, when);
+    wait.catch(() => undefined);
+    return wait;
+  }
+
+  private wait<T extends DebugProtocol.Event>(event: string, when: (e: T) => boolean): Promise<T> {
     if (this.closed) return Promise.reject(new DapError(`waiting for ${event}`, this.closed.message));
     return new Promise<T>((resolve, reject) => {
       const onEvent = (e: T) => {

@@ -5,7 +5,7 @@
 // The locals are what the debugger shows, typed (lldb-values.ts); the Trace
 // has `language: 'c'` and `runtime` in place of `python` (docs/live-debugging.md).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
@@ -90,7 +90,16 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
     const out = collectOutput(dap, limits.outputBytes, (text) => text.replace(/\r\n/g, '\n'));
     // lldb starts the program in a process group of its own: ending lldb's group does not end it.
     let debuggee: number | undefined;
-    dap.on('process', (e: DebugProtocol.ProcessEvent) => (debuggee = e.body.systemProcessId));
+    /** The launch request went out: from then a program may run whose pid only the `process` event says. */
+    let launching = false;
+    /** Settles once the program's pid is known, or no program can come any more (launch refused, adapter gone). */
+    let pidSettled = () => {};
+    const pidKnown = new Promise<void>((resolve) => (pidSettled = resolve));
+    dap.on('process', (e: DebugProtocol.ProcessEvent) => {
+      debuggee = e.body.systemProcessId;
+      pidSettled();
+    });
+    dap.once('close', () => pidSettled());
     const killDebuggee = () => {
       try {
         if (debuggee !== undefined) process.kill(debuggee, 'SIGKILL');
@@ -129,9 +138,21 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       if (halted) return;
       halted = why;
       // Every wait below ends here: the adapter and the debuggee go with it.
-      dap.fail(new Error(why === 'cancelled' ? 'cancelled' : 'out of time'));
-      killDebuggee();
-      void stopProcessGroup(adapter);
+      const end = () => {
+        killDebuggee();
+        dap.fail(new Error(why === 'cancelled' ? 'cancelled' : 'out of time'));
+        void stopProcessGroup(adapter);
+      };
+      if (!launching) return end(); // nothing started yet; a launch after this fails at once
+      // lldb starts the program before it says its pid (the `process` event):
+      // ending lldb first would leave the program running, orphaned. So the pid
+      // is waited for while lldb still holds the program (endProgram below is
+      // the backstop when lldb never says it).
+      const grace = setTimeout(end, 2000);
+      void pidKnown.then(() => {
+        clearTimeout(grace);
+        end();
+      });
     };
     const onAbort = () => halt('cancelled');
     if (signal?.aborted) onAbort();
@@ -141,13 +162,14 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
     try {
       await dap.request('initialize', { clientID: 'execverify', adapterID: 'lldb', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
       const initialized = dap.waitFor('initialized');
+      launching = true;
       const launched = dap.request('launch', {
         program,
         cwd: path.dirname(file),
         // lldb-vscode-14 has no `stdio` launch option; lldb's own setting redirects the program's stdin.
         initCommands: [`settings set target.input-path ${JSON.stringify(stdinFile)}`],
       });
-      launched.catch(() => undefined);
+      launched.catch(() => pidSettled()); // refused: no program started (awaited below)
       await Promise.race([initialized, launched]);
       await dap.request('setFunctionBreakpoints', { breakpoints: [{ name: 'main' }] });
       const firstStop = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
@@ -220,6 +242,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       if (!halted) await Promise.race([dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined), new Promise((r) => setTimeout(r, 2000))]);
       killDebuggee();
       await stopProcessGroup(adapter);
+      await endProgram(program);
     }
 
     if (halted === 'cancelled') throw new TracerError('cancelled', 'cancelled');
@@ -308,6 +331,55 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       // lldb-vscode does not show a returned value: marked unread, never asked.
       steps.push({ i: steps.length, event: 'return', frame: f.id, fn: f.fn, file: 0, line: f.line, depth: f.depth, value: UNREAD });
     }
+  }
+}
+
+/**
+ * Ends every process that runs `program` and waits until none does (Linux:
+ * /proc/<pid>/exe; a zombie has no exe). The program is built in a directory
+ * of this run's own, so only this run's processes match: whatever lldb left
+ * (a pid it never said, a program it started as it was being stopped) ends
+ * here. Elsewhere (no /proc) the pid from lldb is all there is.
+ */
+async function endProgram(program: string): Promise<void> {
+  let real: string;
+  try {
+    real = realpathSync(program);
+  } catch {
+    return; // never built
+  }
+  const running = (): number[] => {
+    let entries: string[];
+    try {
+      entries = readdirSync('/proc');
+    } catch {
+      return [];
+    }
+    const pids: number[] = [];
+    for (const name of entries) {
+      if (!/^\d+$/.test(name)) continue;
+      let exe: string;
+      try {
+        exe = readlinkSync(`/proc/${name}/exe`);
+      } catch {
+        continue; // gone, a zombie, or not ours to read
+      }
+      if (exe === real || exe === `${real} (deleted)`) pids.push(Number(name));
+    }
+    return pids;
+  };
+  // SIGKILL is not ignored, caught or blocked: each process ends once scheduled; the bound is only against a kernel that never does.
+  for (let tries = 0; tries < 500; tries++) {
+    const pids = running();
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
