@@ -93,6 +93,11 @@ test('on 3.12, record from a stop mid-function: the rest of the call as the in-p
   const py = python312();
   const session = await startSession(py, { ...process.env, PYTHONPATH: work });
   sessions.push(session);
+  // Where the debuggee cannot import our recorder, the adapter's error is the reason; the session goes on.
+  await assert.rejects(
+    recordFromHere(session.dap, session.threadId, { tracerDir: work }),
+    (e: unknown) => e instanceof RecordRefused && /could not start the recorder: .*execverify/.test(e.message),
+  );
   const { start, trace } = await recordFromHere(session.dap, session.threadId, { tracerDir });
   assert.equal(start.line, BREAK_LINE);
   assert.notEqual(start.tool, 0, 'debugpy holds DEBUGGER_ID (0); ours is another');

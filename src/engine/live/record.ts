@@ -58,7 +58,12 @@ export async function recordFromHere(dap: RecordDap, threadId: number, options: 
     const expression =
       `(lambda s, p: (s.path.insert(0, p), __import__('execverify.dap_entry', fromlist=['record_from_here']), s.path.remove(p))[1])` +
       `(__import__('sys'), ${JSON.stringify(options.tracerDir)}).${call}`;
-    const r = await dap.request<DebugProtocol.EvaluateResponse['body']>('evaluate', { expression, frameId: top.id, context: 'clipboard' });
+    // Not debugpy, not Python, or execverify not importable there: said as the adapter says it.
+    const r = await dap
+      .request<DebugProtocol.EvaluateResponse['body']>('evaluate', { expression, frameId: top.id, context: 'clipboard' })
+      .catch((e: unknown) => {
+        throw new RecordRefused(`the debugger could not start the recorder: ${e instanceof Error ? e.message : String(e)}`);
+      });
     let started: { recording: number; tool: number } | { refused: string } | { error: string };
     try {
       started = JSON.parse(decodePyRepr(r.result)) as typeof started;
