@@ -77,10 +77,32 @@ describe('evaluation report in code-server', { timeout: 300_000 }, () => {
     // The simple file dialog: type the path, accept.
     const input = page.locator('.quick-input-widget input[type="text"], .quick-input-widget .quick-input-box input').first();
     await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill(join(reportDir, 'report.html'));
+    // The dialog completes what is typed as it lists folders; on a loaded
+    // machine an Enter before that settles can be taken by the listing. So:
+    // wait for the typed path to stand, accept, and accept again if the
+    // dialog is still open (it then holds the settled path).
+    const wanted = join(reportDir, 'report.html');
+    await input.fill(wanted);
+    await waitUntil(
+      () => input.inputValue(),
+      (v) => v === wanted,
+      30_000,
+    );
     await input.press('Enter');
+    const widget = page.locator('.quick-input-widget');
+    await widget.waitFor({ state: 'hidden', timeout: 20_000 }).catch(async () => {
+      if ((await input.inputValue()) !== wanted) await input.fill(wanted);
+      await input.press('Enter');
+      await widget.waitFor({ state: 'hidden', timeout: 20_000 });
+    });
     const frame = reportFrame(page);
-    await frame.locator('h1').waitFor({ timeout: 60_000 });
+    await frame
+      .locator('h1')
+      .waitFor({ timeout: 60_000 })
+      .catch(async (err: unknown) => {
+        await wb.shot('report-00-no-title'); // what the editor showed instead
+        throw err;
+      });
     assert.match(await frame.locator('h1').innerText(), /REval: baseline/);
     // Four accuracy groups and the next-line confusion map.
     const charts = frame.locator('svg.marks');
