@@ -14,9 +14,9 @@ import { TracerError } from '../worker/pool';
 import { TRACE_SCHEMA_VERSION, type Limits, type Outcome, type Step, type Trace, type Value } from '../trace/schema';
 import { safeParseTrace } from '../trace/validate';
 import { DapError } from './client';
-import { collectOutput, connectAdapter, diff, readStop, stopProcessGroup } from './stops';
+import { collectOutput, connectAdapter, diff, readStop, stopProcessGroup, type DapFrameView } from './stops';
 import { UNREAD } from './debugpy-tracer';
-import { declarationLines, toValue, type LldbVariable } from './lldb-values';
+import { declaredBefore, readLldbLocals, type Declaration } from './lldb-values';
 
 /** One C program to record: its `main` is stepped through from its first line to its return. */
 export interface LldbTraceJob {
@@ -125,8 +125,8 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
       depth: number;
       line: number;
       locals: Map<string, string>;
-      /** Declaration line of each local lldb lists: a local is shown once its declaration has run. */
-      declared: Map<string, number>;
+      /** Declaration of each local lldb lists: a local is shown once its declaration has run. */
+      declared: Map<string, Declaration>;
     }
     const steps: Step[] = [];
     const stack: OpenFrame[] = [];
@@ -264,34 +264,14 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
     if (!parsed.ok) throw new TracerError('invalid_trace', `the lldb trace does not match ${TRACE_SCHEMA_VERSION}: ${parsed.error}`);
     return parsed.trace;
 
-    /** The frame's locals that are live: listed by lldb and past their declaration (else their bytes are garbage). */
-    async function readLocals(frame: OpenFrame, frameId: number, line: number): Promise<Record<string, Value>> {
-      const { scopes } = await dap.request<DebugProtocol.ScopesResponse['body']>('scopes', { frameId });
-      const scope = scopes.find((s) => s.name === 'Locals') ?? scopes[0];
-      if (!scope) return {};
-      const { variables } = await dap.request<DebugProtocol.VariablesResponse['body']>('variables', { variablesReference: scope.variablesReference });
-      if (variables.some((v) => !frame.declared.has(v.name))) {
-        const r = await dap.request<DebugProtocol.EvaluateResponse['body']>('evaluate', {
-          expression: '`frame variable --show-declaration',
-          frameId,
-          context: 'repl',
-        });
-        for (const [name, decl] of declarationLines(r.result)) frame.declared.set(name, decl);
-      }
-      const children = (ref: number) =>
-        dap.request<DebugProtocol.VariablesResponse['body']>('variables', { variablesReference: ref }).then((b) => b.variables as LldbVariable[]);
-      const now: Record<string, Value> = {};
-      for (const v of variables) {
-        const decl = frame.declared.get(v.name);
-        const live = frame.locals.has(v.name) || (decl !== undefined && decl < line);
-        if (!live) continue;
-        Object.defineProperty(now, v.name, { value: await toValue(v as LldbVariable, children, limits.containerItems), enumerable: true });
-      }
-      return now;
+    /** The frame's locals that are live: listed by lldb and seen before or declared before the stop (else their bytes are garbage). */
+    function readLocals(frame: OpenFrame, at: { id: number; line: number; column: number }): Promise<Record<string, Value>> {
+      const live = (name: string, decl: Declaration | undefined) => frame.locals.has(name) || declaredBefore(decl, at.line, at.column);
+      return readLldbLocals(dap, at.id, frame.declared, live, limits.containerItems);
     }
 
     /** One stop in the file (`user`: its frames, outermost first). */
-    async function recordStop(user: { id: number; name: string; line: number }[], outOf: boolean): Promise<void> {
+    async function recordStop(user: DapFrameView[], outOf: boolean): Promise<void> {
       let common = 0;
       while (common < stack.length && common < user.length && stack[common]!.fn === user[common]!.name) common++;
       // A frame at the same depth and name that moved to an earlier line would be a new call; lldb always stops in between.
@@ -305,7 +285,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
         const f = user[k]!;
         const frame: OpenFrame = { id: nextFrame++, fn: f.name, depth: k, line: f.line, locals: new Map(), declared: new Map() };
         const parent = stack.length > 0 ? stack[stack.length - 1]!.id : null;
-        const change = diff(frame.locals, await readLocals(frame, f.id, f.line));
+        const change = diff(frame.locals, await readLocals(frame, f));
         // The call is at the function's own line (as co_firstlineno is for Python), the first stop is past its prologue.
         steps.push({
           i: steps.length,
@@ -321,7 +301,7 @@ export async function traceViaLldb(job: LldbTraceJob, signal?: AbortSignal): Pro
         stack.push(frame);
       }
       const frame = stack[stack.length - 1]!;
-      const change = common === user.length ? diff(frame.locals, await readLocals(frame, top.id, top.line)) : {};
+      const change = common === user.length ? diff(frame.locals, await readLocals(frame, top)) : {};
       frame.line = top.line;
       steps.push({ i: steps.length, event: 'line', frame: frame.id, fn: frame.fn, file: 0, line: top.line, depth: frame.depth, ...change });
     }

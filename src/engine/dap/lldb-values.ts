@@ -3,6 +3,7 @@
 // arrays element by element, structs field by field. A pointer's value is an
 // address that changes from run to run: it is recorded as the opaque repr
 // `address` and never asked (questions/generate.ts `askable`).
+import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { Value } from '../trace/schema';
 
 /** The fields of a DAP Variable that lldb fills. */
@@ -58,15 +59,74 @@ export async function toValue(v: LldbVariable, children: (ref: number) => Promis
   return { repr: text, type, literal: INTEGER.test(text) || FLOAT.test(text) || CHAR.test(text) };
 }
 
+/** Where a local is declared, as lldb says it (1-based line and column). */
+export interface Declaration {
+  line: number;
+  column: number;
+}
+
 /**
- * The declaration line of each local, from lldb's `frame variable
+ * The declaration of each local, from lldb's `frame variable
  * --show-declaration` (`loop.c:15:7: (int) total = 0`): before its
  * declaration has run a C local holds whatever bytes its stack slot had.
  */
-export function declarationLines(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^[^\n]*?:(\d+):\d+: \(.*?\) ([A-Za-z_]\w*) = /gm)) {
-    if (!out.has(m[2]!)) out.set(m[2]!, Number(m[1]));
+export function declarationLines(text: string): Map<string, Declaration> {
+  const out = new Map<string, Declaration>();
+  for (const m of text.matchAll(/^[^\n]*?:(\d+):(\d+): \(.*?\) ([A-Za-z_]\w*) = /gm)) {
+    if (!out.has(m[3]!)) out.set(m[3]!, { line: Number(m[1]), column: Number(m[2]) });
   }
   return out;
+}
+
+/**
+ * Whether a local declared at `decl` has been initialised at a stop at
+ * (`line`, `column`): its declaration lies before the stop. On the line of
+ * the declaration the column tells the two stops of a `for (int i = 0; …;
+ * i++)` line apart: the first, at `int i` (the declaration's own column), is
+ * before it runs; later ones, at `i++` or the test, are after. An adapter that
+ * gives no column (0) never has a local on its declaration's line.
+ */
+export function declaredBefore(decl: Declaration | undefined, line: number, column: number): boolean {
+  return decl !== undefined && (decl.line < line || (decl.line === line && column > decl.column));
+}
+
+/** What reading a frame needs of a debug session: requests (a DapClient, or vscode's `session.customRequest`). */
+export interface LldbRequests {
+  request<T = unknown>(command: string, args?: unknown): Promise<T>;
+}
+
+/**
+ * The locals lldb lists for frame `frameId` (its `Locals` scope) that
+ * `wanted` keeps, as Values. `declared` caches each local's declaration: it
+ * is read (one `frame variable --show-declaration`) only when lldb lists a
+ * local it lacks; a local whose declaration lldb does not say gets none.
+ */
+export async function readLldbLocals(
+  dap: LldbRequests,
+  frameId: number,
+  declared: Map<string, Declaration>,
+  wanted: (name: string, decl: Declaration | undefined) => boolean,
+  maxItems: number,
+): Promise<Record<string, Value>> {
+  const { scopes } = await dap.request<DebugProtocol.ScopesResponse['body']>('scopes', { frameId });
+  const scope = scopes.find((s) => s.name === 'Locals') ?? scopes[0];
+  if (!scope) return {};
+  const { variables } = await dap.request<DebugProtocol.VariablesResponse['body']>('variables', { variablesReference: scope.variablesReference });
+  if (variables.some((v) => !declared.has(v.name))) {
+    const r = await dap.request<DebugProtocol.EvaluateResponse['body']>('evaluate', {
+      expression: '`frame variable --show-declaration',
+      frameId,
+      context: 'repl',
+    });
+    for (const [name, decl] of declarationLines(r.result)) declared.set(name, decl);
+  }
+  const children = (ref: number) =>
+    dap.request<DebugProtocol.VariablesResponse['body']>('variables', { variablesReference: ref }).then((b) => b.variables as LldbVariable[]);
+  const now: Record<string, Value> = {};
+  for (const v of variables) {
+    if (!wanted(v.name, declared.get(v.name))) continue;
+    // defineProperty: a local named __proto__ is a local like any other.
+    Object.defineProperty(now, v.name, { value: await toValue(v as LldbVariable, children, maxItems), enumerable: true });
+  }
+  return now;
 }

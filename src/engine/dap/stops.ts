@@ -14,6 +14,8 @@ export interface DapFrameView {
   /** The frame's source path, when it has one on disk. */
   path: string | undefined;
   line: number;
+  /** 1-based; 0 where the adapter gives none. */
+  column: number;
 }
 
 export interface StopView {
@@ -25,7 +27,7 @@ export interface StopView {
 /** The whole stack of `threadId` at the current stop. */
 export async function readStop(dap: Pick<DapClient, 'request'>, threadId: number): Promise<StopView> {
   const { stackFrames } = await dap.request<DebugProtocol.StackTraceResponse['body']>('stackTrace', { threadId, startFrame: 0, levels: 0 });
-  return { threadId, frames: stackFrames.map((f) => ({ id: f.id, name: f.name, path: f.source?.path, line: f.line })) };
+  return { threadId, frames: stackFrames.map((f) => ({ id: f.id, name: f.name, path: f.source?.path, line: f.line, column: f.column ?? 0 })) };
 }
 
 /**
