@@ -7,6 +7,7 @@ import { registerCommands } from './commands';
 import { registerReplayDebugger } from './debug';
 import { registerDecorations } from './decorations';
 import { registerLiveDebug } from './live-debug';
+import { registerLiveBridge } from './live-predict';
 import type { EngineClient } from './engine-client';
 import { registerOutput, type Log } from './log';
 import { registerPanel } from './panel';
@@ -31,7 +32,8 @@ export function activateExtension(context: vscode.ExtensionContext, startEngine:
   const replay = registerReplayBridge(context, { client, panel, log });
   registerReplayDebugger(context, { recorder: () => replay.recorder, onTrace: replay.onTrace });
   const live = registerLiveDebug(context);
-  registerCommands(context, { client, trust, panel, status, replay, log });
+  const liveBridge = registerLiveBridge(context, { client, live, log });
+  registerCommands(context, { client, trust, panel, status, replay, live: liveBridge, log });
   registerReportViewer(context, { log });
   // Only a test build has the self-test (scripts/build.mjs --test, which test/e2e/run.sh uses):
   // in the shipped bundle this condition is false at build time and the self-test is left out.

@@ -29,6 +29,7 @@ import type { Log } from './log';
 import { readSettings } from './settings';
 import type { PanelHost } from './panel';
 import type { ReplayBridge } from './replay';
+import type { LiveBridge } from './live-predict';
 import { DEBUG_TYPE } from '../adapter/dap-protocol';
 import type { StatusBarView } from './statusbar';
 import { ASKS_MODEL, RUNS_JUDGE, type TrustGate } from './trust';
@@ -39,6 +40,8 @@ export interface CommandDeps {
   panel: PanelHost;
   status: StatusBarView;
   replay: Pick<ReplayBridge, 'current'>;
+  /** Followed live debug sessions (debugpy, lldb, …): "Predict next step" there too. */
+  live?: LiveBridge;
   log: Log;
 }
 

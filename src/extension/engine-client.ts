@@ -23,6 +23,8 @@ export interface EngineClient {
   request<T>(method: string, params: unknown, schema: ZodType<T>, token?: vscode.CancellationToken): Promise<T>;
   notify(method: string, params: unknown): void;
   onNotification(method: string, handler: (params: unknown) => void): vscode.Disposable;
+  /** Answers a request the server sends (execverify/dap); a thrown Error reaches the server as its message. */
+  onRequest(method: string, handler: (params: unknown) => Promise<unknown>): vscode.Disposable;
   isRunning(): boolean;
 }
 

@@ -99,6 +99,16 @@ export function registerLanguageClient(
       // Handlers registered before start are kept by the client across restarts.
       return client.onNotification(method, handler);
     },
+    onRequest(method, handler) {
+      // Kept by the client across restarts, as notification handlers are.
+      return client.onRequest(method, async (params: unknown) => {
+        try {
+          return await handler(params);
+        } catch (e) {
+          return new ResponseError(-32001, e instanceof Error ? e.message : String(e));
+        }
+      });
+    },
     isRunning: () => client.state === State.Running,
   };
 }

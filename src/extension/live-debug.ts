@@ -25,12 +25,15 @@ export interface LiveSessionEvents {
 export interface LiveSessions {
   /** The active debug session when it is a followed live session stopped on a thread. */
   current(): LiveStopped | undefined;
+  /** A followed session by id, while it runs (what the server's `execverify/dap` requests reach). */
+  session(id: string): vscode.DebugSession | undefined;
   /** Subscribes to every followed session's steps (the live predict's LiveTransition listens here). */
   onEvent(listener: Partial<LiveSessionEvents>): vscode.Disposable;
 }
 
 export function registerLiveDebug(context: vscode.ExtensionContext): LiveSessions {
   const followers = new Map<string, LiveFollower>();
+  const sessions = new Map<string, vscode.DebugSession>();
   const listeners = new Set<Partial<LiveSessionEvents>>();
   const each = (fn: (l: Partial<LiveSessionEvents>) => void) => {
     // A listener's failure must not reach the tracker (and the editor's message loop).
@@ -52,11 +55,16 @@ export function registerLiveDebug(context: vscode.ExtensionContext): LiveSession
         ended: () => each((l) => l.ended?.(session)),
       });
       followers.set(session.id, follower);
+      sessions.set(session.id, session);
+      const forget = () => {
+        followers.delete(session.id);
+        sessions.delete(session.id);
+      };
       return {
         onWillReceiveMessage: (m: unknown) => follower.willReceive(m),
         onDidSendMessage: (m: unknown) => follower.didSend(m),
-        onWillStopSession: () => void followers.delete(session.id),
-        onExit: () => void followers.delete(session.id),
+        onWillStopSession: forget,
+        onExit: forget,
       };
     },
   };
@@ -68,6 +76,7 @@ export function registerLiveDebug(context: vscode.ExtensionContext): LiveSession
       const stopped = session ? followers.get(session.id)?.current() : undefined;
       return session && stopped ? { session, threadId: stopped.threadId } : undefined;
     },
+    session: (id) => sessions.get(id),
     onEvent(listener) {
       listeners.add(listener);
       return new vscode.Disposable(() => listeners.delete(listener));

@@ -429,6 +429,38 @@ export const NoticeSchema = z.object({
 });
 export type Notice = z.infer<typeof NoticeSchema>;
 
+// ---------------------------------------------------------------- live debug sessions
+// Somebody else's debug session (debugpy, lldb, any adapter), followed by the
+// extension's DebugAdapterTracker. The engine logic runs in the server; it
+// reaches the session through `execverify/dap`, which the client answers with
+// the session's `customRequest`, and hears of its steps by the notifications.
+
+/** How a followed session was resumed (the engine's Resume). */
+export const LiveResumeSchema = z.enum(['next', 'stepIn', 'stepOut', 'continue', 'other']);
+
+/** Server → client request: one DAP request to the followed session `sessionId`; the answer is the response's body. */
+export const LiveDapParamsSchema = z.object({ sessionId: z.string().min(1), command: z.string().min(1), args: z.unknown().optional() });
+export type LiveDapParams = z.infer<typeof LiveDapParamsSchema>;
+
+/** Client → server: a followed session stopped on a thread (`debugType`: the session's type, e.g. debugpy, lldb). */
+export const LiveStoppedSchema = z.object({ sessionId: z.string().min(1), threadId: z.number().int(), reason: z.string(), debugType: z.string() });
+export type LiveStopped = z.infer<typeof LiveStoppedSchema>;
+
+/** Client → server: the editor resumed a followed session (step, continue, …). */
+export const LiveResumedSchema = z.object({ sessionId: z.string().min(1), how: LiveResumeSchema });
+export type LiveResumed = z.infer<typeof LiveResumedSchema>;
+
+/** Client → server: a followed session ended. */
+export const LiveEndedSchema = z.object({ sessionId: z.string().min(1) });
+export type LiveEnded = z.infer<typeof LiveEndedSchema>;
+
+/** "Predict next step" in a followed live session, at the thread it is stopped on; answered by a Prediction. */
+export const PredictLiveParamsSchema = z.object({
+  sessionId: z.string().min(1),
+  workDoneToken: z.union([z.string(), z.number()]).optional(),
+});
+export type PredictLiveParams = z.infer<typeof PredictLiveParamsSchema>;
+
 export const Methods = {
   trace: 'execverify/trace',
   adopt: 'execverify/adopt',
@@ -446,6 +478,11 @@ export const Methods = {
   inline: 'execverify/inline',
   runChanged: 'execverify/runChanged',
   notice: 'execverify/notice',
+  dap: 'execverify/dap',
+  liveStopped: 'execverify/liveStopped',
+  liveResumed: 'execverify/liveResumed',
+  liveEnded: 'execverify/liveEnded',
+  predictLive: 'execverify/predictLive',
 } as const;
 
 /** Error codes carried in ResponseError.data.code so clients can react. */

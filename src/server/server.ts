@@ -31,6 +31,9 @@ import {
   type ExportParams,
   InitOptionsSchema,
   InputsParamsSchema,
+  LiveEndedSchema,
+  LiveResumedSchema,
+  LiveStoppedSchema,
   Methods,
   PanelParamsSchema,
   PredictParamsSchema,
@@ -62,6 +65,7 @@ import { RunStore, calledFunction, summarize, type PredictionRecord, type Run } 
 import { inlineItems, panelData } from './views';
 import { findTests, type PythonTest } from '../engine/simulate/test-functions';
 import { predictAndRun, testKey, testLenses } from './test-lens';
+import { LiveSessions } from './live-sessions';
 
 /** Error code used in ResponseError for engine failures; `data.code` says which. */
 const ENGINE_ERROR = -32001;
@@ -81,12 +85,20 @@ export class EngineServer {
   private readonly lensCache = new Map<string, { version: number; functions: PyFunction[]; tests: PythonTest[] }>();
   /** Predict Result: the latest prediction (and real result) per test. */
   private readonly testPredictions = new Map<string, TestPrediction>();
+  /** The user's own debug sessions, followed by the editor (docs/live-debugging.md). */
+  readonly live: LiveSessions;
 
   constructor(
     private readonly connection: Connection,
     private readonly engine: Engine,
     private readonly log: Log = () => {},
-  ) {}
+  ) {
+    this.live = new LiveSessions(
+      connection,
+      { trusted: () => this.trusted, lensesChanged: () => void connection.sendRequest('workspace/codeLens/refresh').catch(() => {}) },
+      log,
+    );
+  }
 
   listen(): void {
     const c = this.connection;
@@ -136,6 +148,18 @@ export class EngineServer {
     c.onNotification(Methods.stepChanged, (raw: unknown) => {
       const p = StepChangedSchema.safeParse(raw);
       if (p.success) void this.stepChanged(p.data).catch((e) => this.log(`stepChanged failed: ${String(e)}`));
+    });
+    c.onNotification(Methods.liveStopped, (raw: unknown) => {
+      const p = LiveStoppedSchema.safeParse(raw);
+      if (p.success) this.live.stopped(p.data);
+    });
+    c.onNotification(Methods.liveResumed, (raw: unknown) => {
+      const p = LiveResumedSchema.safeParse(raw);
+      if (p.success) this.live.resumed(p.data);
+    });
+    c.onNotification(Methods.liveEnded, (raw: unknown) => {
+      const p = LiveEndedSchema.safeParse(raw);
+      if (p.success) this.live.ended(p.data);
     });
     c.onNotification(Methods.setTrust, (raw: unknown) => {
       const p = SetTrustSchema.safeParse(raw);
@@ -244,6 +268,11 @@ export class EngineServer {
         const r = { start: { line: pending.prediction.line - 1, character: 0 }, end: { line: pending.prediction.line - 1, character: 0 } };
         lenses.push({ range: r, command: { title: 'Show verdict now', command: 'execverify.revealVerdict', arguments: [pending.prediction.id] } });
       }
+    }
+    // A followed live session stopped in this file: the same lens, for its stopped line.
+    for (const { session, line } of this.live.stoppedIn(uri)) {
+      const range = { start: { line: line - 1, character: 0 }, end: { line: line - 1, character: 0 } };
+      lenses.push({ range, command: { title: 'Predict next step', command: 'execverify.predictNextStep', arguments: [{ sessionId: session.id }] } });
     }
     return lenses.sort((a, b) => a.range.start.line - b.range.start.line);
   }

@@ -247,6 +247,7 @@ export const fake = {
     trustGranted: new EventEmitter<void>(),
     debugCustomEvent: new EventEmitter<any>(),
     debugTerminate: new EventEmitter<any>(),
+    activeDebugSession: new EventEmitter<any>(),
   },
 };
 
@@ -439,6 +440,7 @@ export const debug = {
   },
   onDidReceiveDebugSessionCustomEvent: (l: Listener<any>) => fake.emitters.debugCustomEvent.event(l),
   onDidTerminateDebugSession: (l: Listener<any>) => fake.emitters.debugTerminate.event(l),
+  onDidChangeActiveDebugSession: (l: Listener<any>) => fake.emitters.activeDebugSession.event(l),
   registerDebugAdapterDescriptorFactory: () => new Disposable(),
   registerDebugConfigurationProvider: () => new Disposable(),
   registerDebugAdapterTrackerFactory: (type: string, factory: any) => {

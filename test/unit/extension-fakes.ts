@@ -47,6 +47,20 @@ export class FakeEngineClient implements EngineClient {
     );
   }
 
+  readonly requestHandlers = new Map<string, (params: unknown) => Promise<unknown>>();
+
+  onRequest(method: string, handler: (params: unknown) => Promise<unknown>): Disposable {
+    this.requestHandlers.set(method, handler);
+    return new Disposable(() => this.requestHandlers.delete(method));
+  }
+
+  /** Test side: the server sends a request (execverify/dap). */
+  serverRequest(method: string, params: unknown): Promise<unknown> {
+    const h = this.requestHandlers.get(method);
+    if (!h) return Promise.reject(new Error(`no client handler for ${method}`));
+    return h(params);
+  }
+
   /** Test side: the server sends a notification. */
   emit(method: string, params: unknown): void {
     for (const h of this.listeners.get(method) ?? []) h(params);

@@ -1,0 +1,67 @@
+// The extension's half of the live predict against a fake `vscode` and a
+// scripted engine client: the tracker's events reach the server as
+// execverify/liveStopped / liveResumed / liveEnded, the `execverify.liveStopped`
+// context key follows the active session, and the server's execverify/dap
+// requests reach the session's customRequest — only the reading requests,
+// only in a trusted workspace, only for a followed session.
+import '../support/use-fake-vscode';
+import assert from 'node:assert/strict';
+import { beforeEach, test } from 'node:test';
+import { activateExtension } from '../../src/extension/activation';
+import { fake, makeContext, makeDebugSession, resetFake } from '../support/fake-vscode';
+import { FakeEngineClient } from './extension-fakes';
+
+function activate() {
+  const engine = new FakeEngineClient().on('execverify/health', () => ({ state: 'baseline', endpoint: '', model: '', message: 'no endpoint' }));
+  const api = activateExtension(makeContext(), () => engine);
+  const { factory } = fake.trackerFactories[0]!;
+  return { api, engine, trackerFor: (session: unknown) => factory.createDebugAdapterTracker(session) };
+}
+
+const stopped = (threadId: number) => ({ type: 'event', event: 'stopped', seq: 7, body: { reason: 'breakpoint', threadId } });
+const request = (command: string, threadId: number) => ({ type: 'request', seq: 3, command, arguments: { threadId } });
+const contextKey = () =>
+  fake.executed
+    .filter((e) => e.command === 'setContext' && e.args[0] === 'execverify.liveStopped')
+    .map((e) => e.args[1])
+    .at(-1);
+
+beforeEach(() => resetFake());
+
+test('stops, resumes and the end of a followed session reach the server; the context key follows the active session', () => {
+  const { engine, trackerFor } = activate();
+  assert.equal(contextKey(), false, 'set at activation');
+  const session = makeDebugSession('py', 'debugpy');
+  const tracker = trackerFor(session);
+  fake.activeDebugSession = session;
+  tracker.onDidSendMessage(stopped(4));
+  assert.equal(contextKey(), true);
+  tracker.onWillReceiveMessage(request('next', 4));
+  assert.equal(contextKey(), false, 'running');
+  tracker.onDidSendMessage(stopped(4));
+  tracker.onDidSendMessage({ type: 'event', event: 'terminated', seq: 9 });
+  assert.equal(contextKey(), false);
+  assert.deepEqual(
+    engine.notifications.filter((n) => n.method.startsWith('execverify/live')),
+    [
+      { method: 'execverify/liveStopped', params: { sessionId: 'py', threadId: 4, reason: 'breakpoint', debugType: 'debugpy' } },
+      { method: 'execverify/liveResumed', params: { sessionId: 'py', how: 'next' } },
+      { method: 'execverify/liveStopped', params: { sessionId: 'py', threadId: 4, reason: 'breakpoint', debugType: 'debugpy' } },
+      { method: 'execverify/liveEnded', params: { sessionId: 'py' } },
+    ],
+  );
+});
+
+test('execverify/dap: reading requests reach the followed session; others, unknown sessions and an untrusted workspace are refused', async () => {
+  const { engine, trackerFor } = activate();
+  const session = makeDebugSession('py', 'debugpy');
+  trackerFor(session).onDidSendMessage(stopped(1));
+  assert.deepEqual(await engine.serverRequest('execverify/dap', { sessionId: 'py', command: 'stackTrace', args: { threadId: 1 } }), {});
+  assert.deepEqual(fake.customRequests, [{ command: 'stackTrace', args: { threadId: 1 } }]);
+  await assert.rejects(engine.serverRequest('execverify/dap', { sessionId: 'py', command: 'setVariable', args: {} }), /does not send “setVariable”/);
+  await assert.rejects(engine.serverRequest('execverify/dap', { sessionId: 'gone', command: 'stackTrace' }), /session has ended/);
+  await assert.rejects(engine.serverRequest('execverify/dap', { nope: 1 }), /malformed/);
+  fake.trusted = false;
+  await assert.rejects(engine.serverRequest('execverify/dap', { sessionId: 'py', command: 'evaluate', args: {} }), /not trusted/);
+  assert.equal(fake.customRequests.length, 1, 'nothing else reached the session');
+});
