@@ -20,7 +20,7 @@ import { seedFrom } from '../questions/rng';
 import type { Question } from '../questions/schema';
 import { referenceAnswer, toGroundTruth } from '../questions/truth';
 import { TRACE_SCHEMA_VERSION, type Step, type Trace, type Value } from '../trace/schema';
-import type { LiveStop } from './stop';
+import { findFrame, type LiveStop } from './stop';
 
 /** The step of the one-stop trace that is asked about. */
 const ASKED = 1;
@@ -56,12 +56,20 @@ function files(stop: LiveStop) {
   return [{ path: stop.path, source: stop.source }];
 }
 
-/** The one-stop trace of `stop`: the frame's `call` (its locals as they are now) and the `line` event it stopped at. */
+/**
+ * The one-stop trace of `stop`: the frame's `call` (its locals as they are
+ * now) and the `line` event it stopped at. A stop read through lldb is C: the
+ * questions and the judge take C's rules from the trace's language.
+ */
 export function liveTrace(stop: LiveStop, python = 'unknown'): Trace {
   const common = { frame: 0, fn: stop.fn, file: 0, depth: 0 };
+  const runtime =
+    stop.adapter === 'lldb'
+      ? { language: 'c' as const, runtime: { compiler: 'unknown (built by the user)', debugger: 'lldb', isolation: 'none' as const } }
+      : { python: { version: python, implementation: 'unknown', backend: 'settrace' as const, isolation: 'none' as const } };
   return {
     schema: TRACE_SCHEMA_VERSION,
-    python: { version: python, implementation: 'unknown', backend: 'settrace', isolation: 'none' },
+    ...runtime,
     entry: { kind: 'call', expr: stop.fn },
     files: files(stop),
     steps: [
@@ -114,7 +122,7 @@ export class LiveTransition {
 
   async stopped(stop: LiveStop, reason: string, judge: JudgeClient, signal?: AbortSignal): Promise<LiveJudged | 'wait'> {
     const asked = this.ask.stop;
-    const at = stop.frames.findIndex((f) => f.id === asked.frames[0]!.id && f.name === asked.frames[0]!.name);
+    const at = findFrame(stop, asked);
     if (at > 0) {
       this.deeper = true;
       return 'wait';
