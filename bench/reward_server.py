@@ -173,8 +173,9 @@ def rss_kib(pid: int) -> int:
                 for line in fh:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1])
-            with open("/proc/%d/task/%d/children" % (p, p)) as fh:
-                todo += [int(c) for c in fh.read().split()]
+            for task in os.listdir("/proc/%d/task" % p):  # children of every thread, not only the main one's
+                with open("/proc/%d/task/%s/children" % (p, task)) as fh:
+                    todo += [int(c) for c in fh.read().split()]
         except OSError:
             pass
     return total

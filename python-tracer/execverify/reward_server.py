@@ -27,11 +27,14 @@ SIGTERM and SIGINT stop new work and finish the requests in flight.
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import hmac
 import ipaddress
 import json
+import mmap
 import os
+import select
 import signal
 import socket
 import sys
@@ -53,7 +56,7 @@ DEFAULT_MAX_BATCH = 4096
 DEFAULT_MAX_CONNECTIONS = 256
 IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is closed
 DRAIN_GRACE_S = 120.0  # SIGTERM waits this long at most for requests in flight
-LATENCY_WINDOW = 4096  # the latest latencies behind the quantiles
+LISTEN_BACKLOG = 128
 RATE_WINDOW_S = 10.0
 
 
@@ -137,147 +140,241 @@ def slime_answer(s: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-# ------------------------------------------------------------ the judges
+# ------------------------------------------------------------ the board: what every server process counts
 
-class Judges(object):
-    """N sandboxed workers and the admission bound in front of them."""
+ENDPOINTS = ("/get_reward", "/reward", "/health", "/metrics", "other")
+CODES = (200, 400, 401, 404, 405, 411, 413, 500, 502, 503)  # and one column for any other
+LATENCY_BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+RATE_RING = 16  # seconds of reward counts kept per process (the rate is over the last RATE_WINDOW_S)
 
-    def __init__(self, workers: int, queue: int) -> None:
-        self.size = workers
-        self.clients = [worker_client.WorkerClient() for _ in range(workers)]
-        self.free: Deque[worker_client.WorkerClient] = collections.deque(self.clients)
-        self.lock = threading.Lock()
-        # Waiting requests in arrival order, each handed a worker directly when
-        # one frees up: first come, first served (no barging, so no starved request).
-        self.waiters: Deque[List[Any]] = collections.deque()
-        self.admitted = 0
-        self.limit = workers + queue
-
-    def start(self) -> Dict[str, Any]:
-        """Start every worker now, judge loaded (a broken sandbox fails here, not on the first batch)."""
-        pongs: List[Any] = [None] * self.size
-
-        def ping(i: int) -> None:
-            try:
-                pongs[i] = self.clients[i].request("ping", {}, timeout_s=60.0)
-                self.clients[i].request("reward_batch", {"items": []}, timeout_s=60.0)
-            except Exception as exc:  # reported below
-                pongs[i] = exc
-
-        threads = [threading.Thread(target=ping, args=(i,)) for i in range(self.size)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for p in pongs:
-            if not isinstance(p, dict):
-                raise WorkerError("a judge worker did not start: %s" % p)
-        return pongs[0]
-
-    def score(self, labels: List[Any], responses: List[str]) -> List[Dict[str, Any]]:
-        items = [{"ground_truth": gt, "response": r} for gt, r in zip(labels, responses)]
-        client = self._acquire()
-        try:
-            # 3 s per expression answer at worst (the sandbox's limit), plus margin.
-            res = client.request("reward_batch", {"items": items}, timeout_s=60.0 + 4.0 * len(items))
-            return list(res["scores"])
-        finally:
-            self._release(client)
-
-    def _acquire(self) -> worker_client.WorkerClient:
-        with self.lock:
-            if self.admitted >= self.limit:
-                raise Busy()
-            self.admitted += 1
-            if self.free:
-                return self.free.popleft()
-            slot: List[Any] = [threading.Event(), None]
-            self.waiters.append(slot)
-        slot[0].wait()
-        return slot[1]
-
-    def _release(self, client: worker_client.WorkerClient) -> None:
-        with self.lock:
-            self.admitted -= 1
-            if self.waiters:
-                slot = self.waiters.popleft()
-                slot[1] = client
-                slot[0].set()
-            else:
-                self.free.append(client)
-
-    def queue_depth(self) -> int:
-        with self.lock:
-            return len(self.waiters)
-
-    def busy(self) -> int:
-        with self.lock:
-            return self.size - len(self.free)
-
-    def close(self) -> None:
-        for c in self.clients:
-            c.close()
+# One process's slot, in int64 fields.
+(F_READY, F_PID, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY, F_REWARDS, F_LATENCY_SUM_US,
+ F_LATENCY_COUNT) = range(9)
+F_LATENCY = 9  # len(LATENCY_BOUNDS) + 1 buckets, the last one +Inf
+F_RATE_SECOND = F_LATENCY + len(LATENCY_BOUNDS) + 1
+F_RATE_COUNT = F_RATE_SECOND + RATE_RING
+F_REQUESTS = F_RATE_COUNT + RATE_RING  # len(ENDPOINTS) × (len(CODES) + 1)
+SLOT_FIELDS = F_REQUESTS + len(ENDPOINTS) * (len(CODES) + 1)
+GAUGES = (F_READY, F_PID, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY)
 
 
-# ------------------------------------------------------------ metrics
+class Board(object):
+    """Counters and gauges in memory shared by every server process: each writes only its own slot
+    (under its own lock), any reads all of them. /metrics sums the slots, so it is the same whichever
+    process answers; admission and the connection bound read the totals. Fixed size: memory stays flat
+    however long the server runs (histogram buckets, not a list of latencies)."""
 
-class Metrics(object):
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.requests: Dict[Tuple[str, int], int] = collections.Counter()
-        self.rewards_total = 0
-        self.latencies: Deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
-        self.recent: Deque[Tuple[float, int]] = collections.deque()
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.mm = mmap.mmap(-1, slots * SLOT_FIELDS * 8)  # anonymous and MAP_SHARED: forked children see one board
+        self.a = memoryview(self.mm).cast("q")
+        for i in range(slots):
+            for j in range(RATE_RING):
+                self.a[i * SLOT_FIELDS + F_RATE_SECOND + j] = -1
         self.started = time.monotonic()
+        self.lock = threading.Lock()  # this process's writers (a process writes only its own slot)
 
-    def record(self, endpoint: str, status: int, seconds: float, rewards: int) -> None:
-        now = time.monotonic()
-        with self.lock:
-            self.requests[(endpoint, status)] += 1
-            if status == 200 and rewards:
-                self.rewards_total += rewards
-                self.latencies.append(seconds)
-                self.recent.append((now, rewards))
-            while self.recent and self.recent[0][0] < now - RATE_WINDOW_S:
-                self.recent.popleft()
+    def get(self, slot: int, field: int) -> int:
+        return int(self.a[slot * SLOT_FIELDS + field])
 
-    def render(self, judges: Judges, in_flight: int, connections: int) -> str:
-        now = time.monotonic()
+    def add(self, slot: int, field: int, n: int) -> int:
         with self.lock:
-            while self.recent and self.recent[0][0] < now - RATE_WINDOW_S:
-                self.recent.popleft()
-            window = min(RATE_WINDOW_S, max(now - self.started, 1e-9))
-            rate = sum(n for _, n in self.recent) / window
-            lat = sorted(self.latencies)
-            requests = sorted(self.requests.items())
-            total = self.rewards_total
+            k = slot * SLOT_FIELDS + field
+            self.a[k] += n
+            return int(self.a[k])
+
+    def put(self, slot: int, field: int, n: int) -> None:
+        self.a[slot * SLOT_FIELDS + field] = n
+
+    def total(self, field: int) -> int:
+        return sum(int(self.a[i * SLOT_FIELDS + field]) for i in range(self.slots))
+
+    def clear_gauges(self, slot: int) -> None:
+        """A process that ended holds nothing (its counters stay: they count what was answered)."""
+        for f in GAUGES:
+            self.put(slot, f, 0)
+
+    def record(self, slot: int, endpoint: str, status: int, seconds: float, rewards: int) -> None:
+        e = ENDPOINTS.index(endpoint) if endpoint in ENDPOINTS else len(ENDPOINTS) - 1
+        c = CODES.index(status) if status in CODES else len(CODES)
+        base = slot * SLOT_FIELDS
+        a = self.a
+        with self.lock:
+            a[base + F_REQUESTS + e * (len(CODES) + 1) + c] += 1
+            if status != 200 or not rewards:
+                return
+            a[base + F_REWARDS] += rewards
+            a[base + F_LATENCY + bisect.bisect_left(LATENCY_BOUNDS, seconds)] += 1
+            a[base + F_LATENCY_SUM_US] += int(seconds * 1e6)
+            a[base + F_LATENCY_COUNT] += 1
+            sec = int(time.monotonic())
+            j = base + F_RATE_SECOND + sec % RATE_RING
+            if a[j] != sec:
+                a[j] = sec
+                a[base + F_RATE_COUNT + sec % RATE_RING] = 0
+            a[base + F_RATE_COUNT + sec % RATE_RING] += rewards
+
+    def render(self) -> str:
+        now = time.monotonic()
+        sec = int(now)
+        n, a = self.slots, self.a
+
+        def tot(field: int) -> int:
+            return sum(int(a[i * SLOT_FIELDS + field]) for i in range(n))
+
+        recent = sum(int(a[i * SLOT_FIELDS + F_RATE_COUNT + j]) for i in range(n) for j in range(RATE_RING)
+                     if sec - RATE_WINDOW_S < a[i * SLOT_FIELDS + F_RATE_SECOND + j] <= sec)
+        rate = recent / min(RATE_WINDOW_S, max(now - self.started, 1e-9))
+        buckets = [tot(F_LATENCY + b) for b in range(len(LATENCY_BOUNDS) + 1)]
         lines = ["# HELP execverify_reward_requests_total HTTP requests answered, by endpoint and status.",
                  "# TYPE execverify_reward_requests_total counter"]
-        for (endpoint, status), n in requests:
-            lines.append('execverify_reward_requests_total{endpoint="%s",code="%d"} %d' % (endpoint, status, n))
+        for e, endpoint in enumerate(ENDPOINTS):
+            for c in range(len(CODES) + 1):
+                count = tot(F_REQUESTS + e * (len(CODES) + 1) + c)
+                if count:
+                    code = str(CODES[c]) if c < len(CODES) else "other"
+                    lines.append('execverify_reward_requests_total{endpoint="%s",code="%s"} %d' % (endpoint, code, count))
         lines += ["# HELP execverify_rewards_total Rewards computed.", "# TYPE execverify_rewards_total counter",
-                  "execverify_rewards_total %d" % total,
+                  "execverify_rewards_total %d" % tot(F_REWARDS),
                   "# HELP execverify_rewards_per_second Rewards per second over the last %g s." % RATE_WINDOW_S,
                   "# TYPE execverify_rewards_per_second gauge", "execverify_rewards_per_second %.3f" % rate,
-                  "# HELP execverify_reward_request_seconds Latency of answered reward requests (latest %d)."
-                  % LATENCY_WINDOW,
-                  "# TYPE execverify_reward_request_seconds summary"]
+                  "# HELP execverify_reward_request_seconds Latency of answered reward requests.",
+                  "# TYPE execverify_reward_request_seconds histogram"]
+        cum = 0
+        for b, count in enumerate(buckets):
+            cum += count
+            le = "%g" % LATENCY_BOUNDS[b] if b < len(LATENCY_BOUNDS) else "+Inf"
+            lines.append('execverify_reward_request_seconds_bucket{le="%s"} %d' % (le, cum))
+        lines += ["execverify_reward_request_seconds_sum %.6f" % (tot(F_LATENCY_SUM_US) / 1e6),
+                  "execverify_reward_request_seconds_count %d" % tot(F_LATENCY_COUNT),
+                  "# HELP execverify_reward_latency_seconds Latency quantiles since the start, from the histogram.",
+                  "# TYPE execverify_reward_latency_seconds gauge"]
         for q in (0.5, 0.9, 0.99):
-            v = lat[min(len(lat) - 1, int(q * len(lat)))] if lat else 0.0
-            lines.append('execverify_reward_request_seconds{quantile="%g"} %.6f' % (q, v))
-        lines += ["execverify_reward_request_seconds_count %d" % len(lat),
-                  "execverify_reward_request_seconds_sum %.6f" % sum(lat),
-                  "# HELP execverify_reward_queue_depth Requests waiting for a judge worker.",
-                  "# TYPE execverify_reward_queue_depth gauge", "execverify_reward_queue_depth %d" % judges.queue_depth(),
-                  "# HELP execverify_reward_in_flight Requests being answered.",
-                  "# TYPE execverify_reward_in_flight gauge", "execverify_reward_in_flight %d" % in_flight,
+            lines.append('execverify_reward_latency_seconds{quantile="%g"} %.6f' % (q, quantile(buckets, q)))
+        lines += ["# HELP execverify_reward_queue_depth Admitted requests waiting for their process's judge.",
+                  "# TYPE execverify_reward_queue_depth gauge", "execverify_reward_queue_depth %d" % tot(F_QUEUED),
+                  "# HELP execverify_reward_in_flight Reward requests admitted and not yet answered.",
+                  "# TYPE execverify_reward_in_flight gauge", "execverify_reward_in_flight %d" % tot(F_ADMITTED),
                   "# HELP execverify_reward_connections Open connections.",
-                  "# TYPE execverify_reward_connections gauge", "execverify_reward_connections %d" % connections,
-                  "# HELP execverify_reward_busy_workers Judge workers scoring a batch now.",
-                  "# TYPE execverify_reward_busy_workers gauge", "execverify_reward_busy_workers %d" % judges.busy(),
-                  "# HELP execverify_reward_workers Sandboxed judge workers.",
-                  "# TYPE execverify_reward_workers gauge", "execverify_reward_workers %d" % judges.size]
+                  "# TYPE execverify_reward_connections gauge", "execverify_reward_connections %d" % tot(F_CONNECTIONS),
+                  "# HELP execverify_reward_busy_workers Sandboxed workers evaluating expression answers now.",
+                  "# TYPE execverify_reward_busy_workers gauge", "execverify_reward_busy_workers %d"
+                  % sum(1 for i in range(n) if a[i * SLOT_FIELDS + F_BUSY] > 0),
+                  "# HELP execverify_reward_workers Server processes (each with one sandboxed worker) serving now.",
+                  "# TYPE execverify_reward_workers gauge", "execverify_reward_workers %d" % tot(F_READY)]
         return "\n".join(lines) + "\n"
+
+
+def quantile(buckets: List[int], q: float) -> float:
+    """The q-quantile of a histogram (counts per LATENCY_BOUNDS bucket), interpolated as Prometheus'
+    histogram_quantile does; the last finite bound when it falls in +Inf."""
+    total = sum(buckets)
+    if not total:
+        return 0.0
+    rank, cum = q * total, 0
+    for b, count in enumerate(buckets):
+        if count and cum + count >= rank:
+            if b == len(LATENCY_BOUNDS):
+                return LATENCY_BOUNDS[-1]
+            lo = LATENCY_BOUNDS[b - 1] if b else 0.0
+            return lo + (LATENCY_BOUNDS[b] - lo) * (rank - cum) / count
+        cum += count
+    return LATENCY_BOUNDS[-1]
+
+
+# ------------------------------------------------------------ judging, in each server process
+
+class Lane(object):
+    """One judging thread at a time in this process, first come first served.
+
+    Judging holds the GIL anyway, so a second judging thread adds no throughput — but with every
+    admitted request judging at once, a thread that must read a request, write an answer or accept a
+    connection waits for the GIL behind all of them (CPython's convoy: measured, the first request on
+    a new connection waited up to 2.7 s at 64 connections). With one judging thread it waits at most
+    one switch interval. A judge waiting for the sandboxed worker gives the lane to the next one.
+    """
+
+    def __init__(self, board: Board, slot: int) -> None:
+        self.board = board
+        self.slot = slot
+        self.lock = threading.Lock()
+        self.held = False
+        self.waiters: Deque[threading.Event] = collections.deque()
+        self.mine = threading.local()  # whether this thread holds the lane
+
+    def acquire(self) -> None:
+        with self.lock:
+            if not self.held:
+                self.held = True
+                self.mine.held = True
+                return
+            turn = threading.Event()
+            self.waiters.append(turn)
+            self.board.put(self.slot, F_QUEUED, len(self.waiters))
+        turn.wait()  # handed over by release (no barging: no request starves)
+        self.mine.held = True
+
+    def release(self) -> None:
+        self.mine.held = False
+        with self.lock:
+            if self.waiters:
+                self.waiters.popleft().set()  # still held: now by the next in line
+                self.board.put(self.slot, F_QUEUED, len(self.waiters))
+            else:
+                self.held = False
+
+    def holding(self) -> bool:
+        return bool(getattr(self.mine, "held", False))
+
+
+class SandboxWorker(worker_client.WorkerClient):
+    """This process's sandboxed worker (worker_client.install): while a judge waits for it, the lane
+    goes to the next judge, and the board counts the worker busy."""
+
+    def __init__(self, lane: Lane) -> None:
+        worker_client.WorkerClient.__init__(self)
+        self.lane = lane
+
+    def request(self, op: str, params: Dict[str, Any], timeout_s: float = 600.0) -> Any:
+        lane = self.lane
+        held = lane.holding()
+        if held:
+            lane.release()
+        lane.board.add(lane.slot, F_BUSY, 1)
+        try:
+            return worker_client.WorkerClient.request(self, op, params, timeout_s)
+        finally:
+            lane.board.add(lane.slot, F_BUSY, -1)
+            if held:
+                lane.acquire()
+
+
+class Judge(object):
+    """This process's judging: reward.score_batch here, as a trainer calls compute_score — literal
+    answers parsed in this process, never run; expression answers (and code-generation tests) sent to
+    this process's sandboxed worker (a child that never held a truth forks one sandboxed child per
+    answer) — one request at a time (the lane), behind the admission bound all processes share."""
+
+    def __init__(self, board: Board, slot: int, limit: int, lane: Lane) -> None:
+        self.board = board
+        self.slot = slot
+        self.limit = limit
+        self.lane = lane
+
+    def score(self, labels: List[Any], responses: List[str]) -> List[Dict[str, Any]]:
+        # Count this request in first, then look at the total: two processes admitting at once
+        # may both refuse, never both pass the bound.
+        self.board.add(self.slot, F_ADMITTED, 1)
+        try:
+            if self.board.total(F_ADMITTED) > self.limit:
+                raise Busy()
+            self.lane.acquire()
+            try:
+                return reward.score_batch(labels, responses)
+            finally:
+                self.lane.release()
+        finally:
+            self.board.add(self.slot, F_ADMITTED, -1)
 
 
 # ------------------------------------------------------------ HTTP
@@ -310,37 +407,36 @@ class Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         with srv.lock:
             srv.in_flight += 1
-        status, rewards = 500, 0
+        headers: Optional[Dict[str, str]] = None
         try:
             try:
                 status, payload, ctype, rewards = fn(path)
-                self._send(status, payload, ctype)
             except HttpError as e:
-                status = e.status
-                self._send_error(e)
+                status, payload, ctype, rewards, headers = e.status, _error_json(e), "application/json", 0, e.headers
             except (WorkerError, OSError, EOFError) as e:
-                status = 502
-                self._send_error(HttpError(502, "judge_failed", "the judge worker failed: %s" % str(e)[:300]))
+                status, payload, ctype, rewards = 502, _error_json(HttpError(
+                    502, "judge_failed", "the judge worker failed: %s" % str(e)[:300])), "application/json", 0
             except Exception as e:  # noqa: B902 - a bug here answers 500, it never drops the connection silently
-                status = 500
                 self.close_connection = True
-                self._send_error(HttpError(500, "internal", "%s: %s" % (type(e).__name__, str(e)[:300])))
+                status, payload, ctype, rewards = 500, _error_json(HttpError(
+                    500, "internal", "%s: %s" % (type(e).__name__, str(e)[:300]))), "application/json", 0
+            # Counted before the answer leaves: a client that reads /metrics next sees this request.
+            srv.board.record(srv.slot, path, status, time.monotonic() - started, rewards)
+            self._send(status, payload, ctype, headers)
         finally:
             with srv.lock:
                 srv.in_flight -= 1
                 srv.idle.notify_all()
-            srv.metrics.record(path, status, time.monotonic() - started, rewards)
 
     def _get(self, path: str) -> Tuple[int, bytes, str, int]:
         srv = self.server
         if path == "/health":
-            body = {"status": "draining" if srv.draining else "ok", "workers": srv.judges.size,
+            body = {"status": "draining" if srv.draining else "ok", "workers": srv.processes,
                     "isolation": srv.isolation}
             return (503 if srv.draining else 200), _json(body), "application/json", 0
         if path == "/metrics":
             self._authorize()
-            text = srv.metrics.render(srv.judges, srv.in_flight, srv.connections)
-            return 200, text.encode(), "text/plain; version=0.0.4; charset=utf-8", 0
+            return 200, srv.board.render().encode(), "text/plain; version=0.0.4; charset=utf-8", 0
         if path in ("/get_reward", "/reward"):
             raise HttpError(405, "method_not_allowed", "POST a JSON body to %s" % path, {"Allow": "POST"})
         raise HttpError(404, "not_found", "no such endpoint %r (POST /get_reward, POST /reward, GET /health, "
@@ -358,10 +454,10 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         if path == "/get_reward":
             labels, responses = parse_openrlhf(body, srv.max_batch)
-            scores = srv.judges.score(labels, responses) if labels else []
+            scores = srv.judge.score(labels, responses) if labels else []
             return 200, _json(openrlhf_answer(scores)), "application/json", len(scores)
         label, response = parse_slime(body)
-        return 200, _json(slime_answer(srv.judges.score([label], [response])[0])), "application/json", 1
+        return 200, _json(slime_answer(srv.judge.score([label], [response])[0])), "application/json", 1
 
     def _authorize(self) -> None:
         token = self.server.token
@@ -412,42 +508,70 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _send_error(self, e: HttpError) -> None:
-        self._send(e.status, _json({"error": {"code": e.code, "message": e.message}}), "application/json", e.headers)
-
 
 def _json(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-class RewardServer(ThreadingHTTPServer):
-    daemon_threads = True  # idle keep-alive connections do not hold the exit; in-flight requests are drained
-    request_queue_size = 128
+def _error_json(e: HttpError) -> bytes:
+    return _json({"error": {"code": e.code, "message": e.message}})
 
-    def __init__(self, host: str, port: int, judges: Judges, token: Optional[str], max_body: int,
-                 max_batch: int, max_connections: int, quiet: bool, isolation: Optional[str] = None) -> None:
-        if ":" in host:
-            self.address_family = socket.AF_INET6
-        ThreadingHTTPServer.__init__(self, (host, port), Handler)
-        self.judges = judges
+
+class Config(object):
+    """What every server process serves with (from the command line)."""
+
+    def __init__(self, token: Optional[str], processes: int, limit: int, max_body: int, max_batch: int,
+                 max_connections: int, quiet: bool) -> None:
         self.token = token.encode("utf-8") if token is not None else None
+        self.processes = processes
+        self.limit = limit
         self.max_body = max_body
         self.max_batch = max_batch
         self.max_connections = max_connections
         self.quiet = quiet
-        self.metrics = Metrics()
+
+
+class RewardServer(ThreadingHTTPServer):
+    """One server process: threads per connection on the listening socket all processes share."""
+
+    daemon_threads = True  # idle keep-alive connections do not hold the exit; in-flight requests are drained
+
+    def __init__(self, sock: socket.socket, cfg: Config, board: Board, slot: int, lane: Lane,
+                 isolation: Optional[str]) -> None:
+        self.address_family = sock.family
+        ThreadingHTTPServer.__init__(self, sock.getsockname()[:2], Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+        self.server_address = sock.getsockname()
+        self.token = cfg.token
+        self.processes = cfg.processes
+        self.max_body = cfg.max_body
+        self.max_batch = cfg.max_batch
+        self.max_connections = cfg.max_connections
+        self.quiet = cfg.quiet
+        self.board = board
+        self.slot = slot
+        self.judge = Judge(board, slot, cfg.limit, lane)
         self.lock = threading.Lock()
         self.idle = threading.Condition(self.lock)
         self.in_flight = 0
-        self.connections = 0
         self.draining = False
         self.isolation = isolation  # how the judge workers are sandboxed (their own report)
 
+    def get_request(self) -> Any:
+        # Every process polls the one listening socket; a kept-alive connection stays with the
+        # process that accepted it, so the one with the fewest connections takes the next: an even
+        # spread of connections is an even spread of the work. (The others return to their poll.)
+        board = self.board
+        mine = board.get(self.slot, F_CONNECTIONS)
+        for i in range(board.slots):
+            if i != self.slot and board.get(i, F_READY) and board.get(i, F_CONNECTIONS) < mine:
+                time.sleep(0.002)  # the socket stays readable until that process accepts: do not spin
+                raise BlockingIOError("a server process with fewer connections takes this one")
+        return self.socket.accept()  # non-blocking: another process may have taken it (OSError, ignored)
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        with self.lock:
-            full = self.connections >= self.max_connections
-            if not full:
-                self.connections += 1
+        full = self.board.total(F_CONNECTIONS) >= self.max_connections
         if full:  # answered here, in the accept loop: short, and no thread for it
             try:
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
@@ -457,14 +581,14 @@ class RewardServer(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
+        self.board.add(self.slot, F_CONNECTIONS, 1)
         ThreadingHTTPServer.process_request(self, request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             ThreadingHTTPServer.process_request_thread(self, request, client_address)
         finally:
-            with self.lock:
-                self.connections -= 1
+            self.board.add(self.slot, F_CONNECTIONS, -1)
 
     def drain(self, grace_s: float = DRAIN_GRACE_S) -> bool:
         """Stop admitting; wait for the requests in flight. True when all finished."""
@@ -477,6 +601,128 @@ class RewardServer(ThreadingHTTPServer):
                     return False
                 self.idle.wait(left)
         return True
+
+
+# ------------------------------------------------------------ processes
+
+def listen(host: str, port: int) -> socket.socket:
+    """The one listening socket, made before the server processes are forked; they all accept from it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)  # every process polls it: the ones that lose a connection must not block in accept
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve_slot(slot: int, sock: socket.socket, board: Board, cfg: Config, ready_fd: int, supervisor: int) -> int:
+    """A server process (forked by main): start its sandboxed worker, say it is ready, serve until
+    SIGTERM/SIGINT or the supervisor's death, finish the requests in flight. The exit status is 0
+    when all of them finished."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    board.clear_gauges(slot)
+    board.put(slot, F_PID, os.getpid())
+    lane = Lane(board, slot)
+    client = worker_client.install(SandboxWorker(lane))  # every expression answer of this process goes there
+
+    def ready(report: Dict[str, Any]) -> None:
+        os.write(ready_fd, (json.dumps(dict(report, slot=slot)) + "\n").encode())  # < PIPE_BUF: one write
+
+    try:
+        pong = client.request("ping", {}, timeout_s=60.0)
+        client.request("eval_expr", {"items": []}, timeout_s=60.0)  # the judge loaded before the first answer
+    except (OSError, EOFError, WorkerError) as e:
+        ready({"ok": False, "message": "cannot start: a judge worker did not start: %s" % e})
+        client.close()
+        return 1
+    iso = pong.get("isolation") or {}
+    if not iso.get("isolated") and os.environ.get(ALLOW_UNISOLATED_ENV) != "1":
+        # compute_score refuses to run expression answers without the sandbox; so does the server.
+        ready({"ok": False, "message": "the judge workers run without an OS sandbox (%s), and model answers "
+               "would run in them. Install bubblewrap, or set %s=1 to serve anyway."
+               % (iso.get("reason") or "unknown reason", ALLOW_UNISOLATED_ENV)})
+        client.close()
+        return 1
+    server = RewardServer(sock, cfg, board, slot, lane, iso.get("mechanism"))
+    loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    loop.start()
+    board.put(slot, F_READY, 1)
+    ready({"ok": True, "isolation": iso.get("mechanism")})
+    while not stop.wait(0.2):
+        if os.getppid() != supervisor:
+            break  # the supervisor is gone (even SIGKILLed): stop the same way
+    board.put(slot, F_READY, 0)  # the others take the new connections
+    with server.lock:
+        server.draining = True  # requests that arrive from now on get 503
+    server.shutdown()  # this process accepts no more connections
+    finished = server.drain()
+    client.close()
+    board.clear_gauges(slot)
+    return 0 if finished else 1
+
+
+def _fork_slot(slot: int, sock: socket.socket, board: Board, cfg: Config, ready_w: int) -> int:
+    supervisor = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        code = serve_slot(slot, sock, board, cfg, ready_w, supervisor)
+    except BaseException as e:  # noqa: B902 - reported, and the child never returns into the supervisor
+        sys.stderr.write("serve-reward: server process %d failed: %s: %s\n" % (slot, type(e).__name__, e))
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+    return 0  # not reached
+
+
+def _read_reports(fd: int, buf: bytearray, timeout_s: float) -> List[Dict[str, Any]]:
+    """Ready reports the server processes wrote, waiting at most timeout_s for the first."""
+    ready_fds, _, _ = select.select([fd], [], [], timeout_s)
+    if ready_fds:
+        buf += os.read(fd, 1 << 16)
+    out = []
+    while b"\n" in buf:
+        line, _, rest = bytes(buf).partition(b"\n")
+        buf[:] = rest
+        out.append(json.loads(line.decode()))
+    return out
+
+
+def _signal_all(pids: Any, sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def _wait_all(children: Dict[int, int], grace_s: float) -> Dict[int, int]:
+    """Reap every child (SIGKILL after grace_s); their exit statuses by slot."""
+    deadline = time.monotonic() + grace_s
+    codes: Dict[int, int] = {}
+    while children:
+        for pid in list(children):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                codes[children.pop(pid)] = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+        if children and time.monotonic() > deadline:
+            _signal_all(children, signal.SIGKILL)
+            deadline = float("inf")
+        if children:
+            time.sleep(0.05)
+    return codes
 
 
 # ------------------------------------------------------------ a thin client
@@ -578,22 +824,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if queue < 0:
         sys.stderr.write("serve-reward: --queue must be 0 or more\n")
         return 2
-    judges = Judges(args.workers, queue)
+    n = args.workers
+    cfg = Config(token, n, n + queue, args.max_body, args.max_batch, args.max_connections, args.quiet)
     try:
-        pong = judges.start()
-        iso = pong.get("isolation") or {}
-        mechanism = iso.get("mechanism")
-        if not iso.get("isolated") and os.environ.get(ALLOW_UNISOLATED_ENV) != "1":
-            # compute_score refuses to run expression answers without the sandbox; so does the server.
-            judges.close()
-            sys.stderr.write("serve-reward: the judge workers run without an OS sandbox (%s), and model answers "
-                             "would run in them. Install bubblewrap, or set %s=1 to serve anyway.\n"
-                             % (iso.get("reason") or "unknown reason", ALLOW_UNISOLATED_ENV))
-            return 1
-        server = RewardServer(args.host, args.port, judges, token, args.max_body, args.max_batch,
-                              args.max_connections, args.quiet, mechanism)
-    except (OSError, WorkerError) as e:
-        judges.close()
+        sock = listen(args.host, args.port)
+    except OSError as e:
         sys.stderr.write("serve-reward: cannot start: %s\n" % e)
         return 1
     stop = threading.Event()
@@ -603,27 +838,65 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    loop.start()
-    host, port = str(server.server_address[0]), int(server.server_address[1])
+    # N server processes forked from this one (which holds no thread and no worker yet), each
+    # serving HTTP and judging on its own core, each with its own sandboxed worker.
+    board = Board(n)
+    ready_r, ready_w = os.pipe()
+    children = {_fork_slot(i, sock, board, cfg, ready_w): i for i in range(n)}
+    spawned = {i: time.monotonic() for i in range(n)}
+    buf = bytearray()
+    ready: Dict[int, Any] = {}
+    deadline = time.monotonic() + 180.0
+    failure = None
+    while len(ready) < n and failure is None and not stop.is_set():
+        for report in _read_reports(ready_r, buf, 0.2):
+            if report.get("ok"):
+                ready[report["slot"]] = report.get("isolation")
+            else:
+                failure = report.get("message") or "a server process did not start"
+        for pid in list(children):
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done and children.pop(pid) not in ready and failure is None:
+                failure = "cannot start: a server process exited before it was ready"
+        if time.monotonic() > deadline:
+            failure = "cannot start: the server processes were not ready within 180 s"
+    if failure is not None or stop.is_set():
+        _signal_all(children, signal.SIGTERM)
+        _wait_all(children, 30.0)
+        sock.close()
+        if failure is not None:
+            sys.stderr.write("serve-reward: %s\n" % failure)
+        return 1
+    mechanism = ready[0]
+    host, port = str(sock.getsockname()[0]), int(sock.getsockname()[1])
     url = "http://%s:%d" % ("[%s]" % host if ":" in host else host, port)
-    sys.stdout.write(json.dumps({"listening": url, "workers": args.workers, "queue": queue,
-                                 "token_required": token is not None,
-                                 "isolation": mechanism}) + "\n")
+    sys.stdout.write(json.dumps({"listening": url, "workers": n, "queue": queue,
+                                 "token_required": token is not None, "isolation": mechanism}) + "\n")
     sys.stdout.flush()
     # Started by `execverify serve-reward`: stop with it, even when it is killed outright.
     parent = os.getppid() if os.environ.pop(PARENT_ENV, None) == "1" else None
-    while not stop.wait(1.0):
+    while not stop.wait(0.2):
         if parent is not None and os.getppid() != parent:
             sys.stderr.write("serve-reward: the execverify CLI that started this server is gone\n")
             break
+        for report in _read_reports(ready_r, buf, 0):
+            if not report.get("ok"):
+                sys.stderr.write("serve-reward: server process %s: %s\n" % (report.get("slot"), report.get("message")))
+        for pid in list(children):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:  # a server process died (a bug, the OOM killer): its connections are lost, it is replaced
+                slot = children.pop(pid)
+                board.clear_gauges(slot)
+                sys.stderr.write("serve-reward: server process %d (pid %d) ended (status %d); starting another\n"
+                                 % (slot, pid, status))
+                time.sleep(max(0.0, spawned[slot] + 1.0 - time.monotonic()))  # at most one start a second
+                spawned[slot] = time.monotonic()
+                children[_fork_slot(slot, sock, board, cfg, ready_w)] = slot
     sys.stderr.write("serve-reward: stopping: finishing the requests in flight\n")
-    with server.lock:
-        server.draining = True  # requests that arrive from now on get 503
-    server.shutdown()  # no new connections
-    finished = server.drain()
-    server.server_close()
-    judges.close()
+    _signal_all(children, signal.SIGTERM)
+    codes = _wait_all(children, DRAIN_GRACE_S + 30.0)
+    sock.close()
+    finished = all(c == 0 for c in codes.values())
     sys.stderr.write("serve-reward: stopped%s\n" % ("" if finished else " (requests still running were cut off)"))
     return 0 if finished else 1
 

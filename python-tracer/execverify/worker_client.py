@@ -124,3 +124,14 @@ def shared() -> WorkerClient:
         _shared = WorkerClient()
         atexit.register(_shared.close)
     return _shared
+
+
+def install(client: WorkerClient) -> WorkerClient:
+    """Make `client` (a WorkerClient, or a subclass that wraps `request`) this process's worker
+    client, before its first use: the reward server's releases its judge lane while it waits."""
+    global _shared
+    if _shared is not None:
+        raise RuntimeError("this process's worker client is already in use")
+    _shared = client
+    atexit.register(client.close)
+    return client
