@@ -59,14 +59,15 @@ def state_workload() -> List[Tuple[str, str]]:
     return pairs
 
 
-def in_process(pairs: List[Tuple[str, str]], seconds: float) -> Tuple[float, List[float]]:
+def in_process(pairs: List[Tuple[str, str]], seconds: float) -> Tuple[float, float, List[float]]:
+    """compute_score over the pairs for `seconds`: (rewards per second, rewards per CPU-second, the rewards)."""
     expected = [reward.compute_score("execverify", r, gt, None) for gt, r in pairs]  # warm, and the truth
-    done, t0 = 0, time.perf_counter()
+    done, t0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < seconds:
         for gt, r in pairs:
             reward.compute_score("execverify", r, gt, None)
         done += len(pairs)
-    return done / (time.perf_counter() - t0), expected
+    return done / (time.perf_counter() - t0), done / (time.process_time() - c0), expected
 
 
 # ------------------------------------------------------------ a lean keep-alive client
@@ -162,23 +163,46 @@ def build_requests(pairs: List[Tuple[str, str]], batch: int) -> List[Tuple[bytes
     return reqs
 
 
-def rss_kib(pid: int) -> int:
-    """The server's RSS plus its workers' (their whole process tree)."""
-    total = 0
-    todo = [pid]
+def tree(pid: int) -> List[int]:
+    """The server and every process under it (its server processes, their sandboxed workers, ...)."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         try:
-            with open("/proc/%d/status" % p) as fh:
-                for line in fh:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
             for task in os.listdir("/proc/%d/task" % p):  # children of every thread, not only the main one's
                 with open("/proc/%d/task/%s/children" % (p, task)) as fh:
                     todo += [int(c) for c in fh.read().split()]
         except OSError:
             pass
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    """RSS of the server's whole process tree."""
+    total = 0
+    for p in tree(pid):
+        try:
+            with open("/proc/%d/status" % p) as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
     return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the server's process tree has used."""
+    ticks = 0
+    for p in tree(pid):
+        try:
+            with open("/proc/%d/stat" % p) as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / float(os.sysconf("SC_CLK_TCK"))
 
 
 def load(port: int, reqs: List[Tuple[bytes, List[int]]], concurrency: int, procs: int, seconds: float) -> Dict[str, Any]:
@@ -230,7 +254,7 @@ def main() -> int:
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     pairs = state_workload()
-    base, expected = in_process(pairs, args.seconds)
+    base, _, expected = in_process(pairs, args.seconds)
     print("workload: %d state-answer samples (%d questions); %d cores; server workers %d"
           % (len(pairs), sum(len(json.loads(gt)["questions"]) for gt, _ in pairs), cores, args.workers))
     print("in-process compute_score: %.0f rewards/s (one core; measured again before each level)" % base)
@@ -253,21 +277,31 @@ def main() -> int:
     mismatches = 0
     bad: List[Tuple[str, int]] = []
     try:
-        # The last level runs again at the end: memory must be where it was.
-        for batch, conc in [(b, c) for b in (1, 64) for c in (1, 16, 64)] + [(1, 64), (64, 64)]:
+        # Every level twice, in two rounds: the second round's memory must be the first's (flat), and
+        # each level gets two measurements on a machine whose load drifts.
+        levels = [(b, c) for b in (1, 64) for c in (1, 16, 64)]
+        for rnd, (batch, conc) in [(k // len(levels) + 1, lv) for k, lv in enumerate(levels * 2)]:
             reqs = build_requests(pairs, batch)
-            here, _ = in_process(pairs, args.seconds / 2)  # the baseline again: this machine's load drifts
+            here, here_cpu, _ = in_process(pairs, args.seconds / 2)  # the baseline again: the load drifts
             mark = len(rss)
+            cpu0 = cpu_seconds(server.pid)
             r = load(port, reqs, conc, args.client_procs, args.seconds)
+            cpu = cpu_seconds(server.pid) - cpu0
             r["rss_kib_max"] = max(rss[mark:] or rss[-1:])
             mismatches += sum(1 for k, v in r.pop("got").items() if v != expected[k])
-            r.update({"batch": batch, "concurrency": conc, "in_process_rewards_per_s": here,
-                      "per_core_vs_in_process": r["rewards_per_s"] / min(args.workers, cores) / here})
+            # Per core: each server process judges on one core at most (the GIL), as compute_score
+            # does in process; so the server's rate over min(processes, cores) against one core's.
+            # Per CPU-second: rewards per second of CPU the server's processes used, against
+            # compute_score's per CPU-second — the same measure, immune to what else runs here.
+            r.update({"round": rnd, "batch": batch, "concurrency": conc, "in_process_rewards_per_s": here,
+                      "in_process_rewards_per_cpu_s": here_cpu, "server_cpu_s": cpu,
+                      "per_core_vs_in_process": r["rewards_per_s"] / min(args.workers, cores) / here,
+                      "per_cpu_s_vs_in_process": (r["rewards_per_s"] * args.seconds / cpu / here_cpu) if cpu else None})
             rows.append(r)
-            print("batch %3d  concurrency %2d  %6.0f rewards/s  p50 %7.2f ms  p99 %7.2f ms  503s %d  "
-                  "in-process %6.0f/s  per core / in-process %.2f  RSS max %d KiB"
-                  % (batch, conc, r["rewards_per_s"], r["p50_ms"], r["p99_ms"], r["busy_503"], here,
-                     r["per_core_vs_in_process"], r["rss_kib_max"]))
+            print("round %d  batch %3d  concurrency %2d  %6.0f rewards/s  p50 %7.2f ms  p99 %7.2f ms  503s %d  "
+                  "in-process %6.0f/s  per core / in-process %.2f  per CPU-s / in-process %.2f  RSS max %d KiB"
+                  % (rnd, batch, conc, r["rewards_per_s"], r["p50_ms"], r["p99_ms"], r["busy_503"], here,
+                     r["per_core_vs_in_process"], r["per_cpu_s_vs_in_process"] or 0.0, r["rss_kib_max"]))
             bad += bad_requests(port)
     finally:
         stop.set()
@@ -277,12 +311,16 @@ def main() -> int:
     print("rewards equal to compute_score: %s (%d mismatches)" % (mismatches == 0, mismatches))
     print("bad requests: %s" % ", ".join(sorted(set("%s %d" % b for b in bad))))
     q = len(rss) // 4 or 1
-    print("server RSS (server + workers), KiB: first quarter median %d, last quarter median %d, max %d"
-          % (statistics.median(rss[:q]), statistics.median(rss[-q:]), max(rss)))
+    quarters = [statistics.median(rss[k * q:(k + 1) * q] or rss[-1:]) for k in range(4)]
+    print("server RSS (all its processes), KiB: median per quarter %s, max %d"
+          % (" / ".join("%d" % x for x in quarters), max(rss)))
+    half = len(rows) // 2
+    print("RSS max per level, round 1 -> round 2 (KiB): %s" % ", ".join(
+        "B%d C%d %d -> %d" % (a["batch"], a["concurrency"], a["rss_kib_max"], b["rss_kib_max"])
+        for a, b in zip(rows[:half], rows[half:])))
     result = {"cores": cores, "workers": args.workers, "samples": len(pairs), "in_process_rewards_per_s": base,
               "levels": rows, "mismatches": mismatches, "bad_requests": bad,
-              "rss_kib": {"first_quarter_median": statistics.median(rss[:q]),
-                          "last_quarter_median": statistics.median(rss[-q:]), "max": max(rss)}}
+              "rss_kib": {"quarter_medians": quarters, "max": max(rss)}}
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     tmp = args.json + ".tmp"
     with open(tmp, "w") as fh:

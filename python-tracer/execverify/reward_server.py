@@ -671,6 +671,19 @@ def serve_slot(slot: int, sock: socket.socket, board: Board, cfg: Config, ready_
     return 0 if finished else 1
 
 
+def _one_malloc_arena() -> None:
+    """glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps what
+    is freed in it: with a thread per connection, a server process's RSS crept up by about 1.5 MiB
+    in 36 s of load, and stayed flat with one arena (measured). Python threads allocate one at a
+    time under the GIL, so one arena costs them nothing. Set before the fork: the children inherit it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-8, 1)  # M_ARENA_MAX (glibc); elsewhere there is no such function
+    except (OSError, AttributeError):
+        pass
+
+
 def _fork_slot(slot: int, sock: socket.socket, board: Board, cfg: Config, ready_w: int) -> int:
     supervisor = os.getpid()
     pid = os.fork()
@@ -825,6 +838,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("serve-reward: --queue must be 0 or more\n")
         return 2
     n = args.workers
+    _one_malloc_arena()
     cfg = Config(token, n, n + queue, args.max_body, args.max_batch, args.max_connections, args.quiet)
     try:
         sock = listen(args.host, args.port)
