@@ -30,7 +30,8 @@
   }
 
   /**
-   * One view row per trace step. `status`: 'ok' / 'bad' when a verdict exists,
+   * One view row per trace step. `status`: 'ok' / 'bad' when a verdict exists
+   * ('unknown' when none of its truths could be read, a live step's),
    * 'pending' when predicted but not yet revealed, 'none' otherwise.
    * `mismatches` names what the prediction got wrong ('next' or a variable).
    */
@@ -58,11 +59,16 @@
         row.status = 'pending';
       }
       if (r.verdict) {
-        row.status = r.verdict.ok ? 'ok' : 'bad';
+        var judged = r.verdict.questions.some(function (x) {
+          return x.unknown === undefined;
+        });
+        // Every truth unknown (a live step that ran on): neither ✓ nor ✗.
+        row.status = !judged && r.verdict.questions.length ? 'unknown' : r.verdict.ok ? 'ok' : 'bad';
         row.questions = r.verdict.questions;
         for (var q = 0; q < r.verdict.questions.length; q++) {
           var qq = r.verdict.questions[q];
-          if (!qq.ok) row.mismatches.push(qq.kind === 'next_line' ? 'next' : qq.label);
+          // unknown (a live step's truth not read exactly) is no mismatch: it is neither right nor wrong.
+          if (!qq.ok && qq.unknown === undefined) row.mismatches.push(qq.kind === 'next_line' ? 'next' : qq.label);
         }
       }
       rows[i] = row;
@@ -70,7 +76,7 @@
     return rows;
   }
 
-  var STATUS_MARK = { ok: '✓', bad: '✗', pending: '…', none: '' };
+  var STATUS_MARK = { ok: '✓', bad: '✗', pending: '…', unknown: '?', none: '' };
 
   /** HTML of one row; every datum is escaped (trace values are untrusted text). */
   function renderRow(row, selected) {

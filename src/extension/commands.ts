@@ -136,6 +136,9 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   const { client, log } = deps;
   const lastVerification = new Map<string, Verification>();
   let lastPrediction: Prediction | undefined;
+  /** The run of the last live step predicted (a followed debug session's): what the panel and "Add to dataset" take while one is stopped. */
+  let lastLiveRun: string | undefined;
+  const liveRun = () => (deps.live?.current() ? lastLiveRun : undefined);
 
   const guarded =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
@@ -196,13 +199,20 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
 
   const predictNextStep = guarded(async (runIdArg?: unknown, stepArg?: unknown): Promise<Prediction | undefined> => {
     if (!(await deps.trust.require('predict the next step', ASKS_MODEL))) return undefined;
-    const stop = typeof runIdArg === 'string' && typeof stepArg === 'number' ? { runId: runIdArg, step: stepArg } : deps.replay.current();
-    if (!stop)
+    // The live lens names its session; the keybinding and the menus mean the active session, a replay or a followed live one.
+    const replayStop = typeof runIdArg === 'string' && typeof stepArg === 'number' ? { runId: runIdArg, step: stepArg } : undefined;
+    const lensSession = (runIdArg as { sessionId?: unknown } | undefined)?.sessionId;
+    const liveSession = typeof lensSession === 'string' ? lensSession : replayStop ? undefined : deps.live?.current()?.sessionId;
+    const stop = replayStop ?? (liveSession ? undefined : deps.replay.current());
+    let prediction: Prediction;
+    if (liveSession) prediction = await client.request(Methods.predictLive, { sessionId: liveSession }, PredictionSchema);
+    else if (stop) prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
+    else
       return void vscode.window.showInformationMessage(
-        'ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), then predict from the line it stops on.',
+        'ExecVerify: start a replay session first (the “Trace…” CodeLens above a function), or stop your own debug session at a line, then predict from the line it stops on.',
       );
-    const prediction = await client.request(Methods.predict, { runId: stop.runId, step: stop.step }, PredictionSchema);
     lastPrediction = prediction;
+    if (liveSession) lastLiveRun = prediction.runId;
     // Unusable answers get a message; a missing variable is already drawn inline as "(no answer)".
     if (prediction.nextLine === null && prediction.problems.length > 0) {
       void vscode.window.showWarningMessage(`ExecVerify: the model's answer could not be used: ${prediction.problems[0]}`);
@@ -253,14 +263,15 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
   });
 
   const openPanel = guarded(async (runIdArg?: unknown) => {
-    const runId = typeof runIdArg === 'string' ? runIdArg : (deps.replay.current()?.runId ?? deps.panel.currentRunId() ?? [...lastVerification.keys()].at(-1));
+    const runId =
+      typeof runIdArg === 'string' ? runIdArg : (liveRun() ?? deps.replay.current()?.runId ?? deps.panel.currentRunId() ?? [...lastVerification.keys()].at(-1));
     if (!runId) return void vscode.window.showInformationMessage('ExecVerify: trace or verify a call first; the panel shows that run.');
     await deps.panel.show(runId);
     return true;
   });
 
   const addSample = guarded(async (runIdArg?: unknown) => {
-    const runId = typeof runIdArg === 'string' ? runIdArg : (deps.panel.currentRunId() ?? deps.replay.current()?.runId);
+    const runId = typeof runIdArg === 'string' ? runIdArg : (liveRun() ?? deps.panel.currentRunId() ?? deps.replay.current()?.runId ?? lastLiveRun);
     if (!runId) return void vscode.window.showInformationMessage('ExecVerify: trace or verify a call first, then add it to the dataset.');
     const verification = lastVerification.get(runId);
     const result = await client.request(Methods.addSample, verification ? { verificationId: verification.id } : { runId }, AddSampleResultSchema);

@@ -16,7 +16,8 @@ type Kind = 'ok' | 'bad' | 'prediction' | 'nextLine';
 
 function kindOf(item: InlineItem): Kind {
   if (item.kind === 'predictedNext') return 'nextLine';
-  if (item.kind === 'predictedValue') return 'prediction';
+  // A verdict with nothing judged (a live step whose every truth is unknown) is neither ✓ nor ✗.
+  if (item.kind === 'predictedValue' || item.ok === undefined) return 'prediction';
   return item.ok ? 'ok' : 'bad';
 }
 

@@ -2,7 +2,18 @@
 // (src/engine/ask) — the next-step questions at one step of a run and the
 // mixed prompt for a whole call, answered by the model or the baseline and
 // scored by the one judge; engine failures become EngineErrors that say what to do.
-import { AskError, answerPrompt, judgeAnswers, parseReply, prepareAsk, rewardResponses, type AskPrompt, type AskTarget, type PreparedAsk } from '../engine/ask';
+import {
+  AskError,
+  answerPrompt,
+  judgeAnswers,
+  parseReply,
+  prepareAsk,
+  rewardResponses,
+  type AnsweredPrompt,
+  type AskPrompt,
+  type AskTarget,
+  type PreparedAsk,
+} from '../engine/ask';
 import { JudgeProtocolError, type JudgeClient } from '../engine/judge/client';
 import type { Verdict } from '../engine/judge/schema';
 import { isModelError, type Provider } from '../engine/model';
@@ -36,7 +47,7 @@ export function fromModelError(e: unknown, settings: Settings): EngineError {
   return new EngineError('internal', e instanceof Error ? e.message : String(e));
 }
 
-function judgeFailure(e: unknown, signal: AbortSignal): EngineError {
+export function judgeFailure(e: unknown, signal: AbortSignal): EngineError {
   if (signal.aborted) return new EngineError('cancelled', 'cancelled');
   return new EngineError('internal', e instanceof JudgeProtocolError ? e.message : `The judge failed: ${e instanceof Error ? e.message : String(e)}`);
 }
@@ -85,7 +96,7 @@ function shown(repr: string, type: string): ShownValue {
   return { value: repr, type };
 }
 
-function truthText(q: Question): string {
+export function truthText(q: Question): string {
   switch (q.kind) {
     case 'next_line':
       return q.truth.line === -1 ? '-1 (returns)' : `${q.truth.line}`;
@@ -102,7 +113,7 @@ function truthText(q: Question): string {
   }
 }
 
-function label(q: Question): string {
+export function label(q: Question): string {
   switch (q.kind) {
     case 'next_line':
       return `next line after ${q.line}${q.k > 1 ? ` (run ${q.k})` : ''}`;
@@ -119,7 +130,7 @@ function label(q: Question): string {
   }
 }
 
-function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): QuestionVerdict {
+export function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): QuestionVerdict {
   return {
     kind: q.kind,
     line: 'line' in q ? q.line : 0,
@@ -141,6 +152,12 @@ export async function predictStep(engine: Answering, trace: Trace, step: number,
   } catch (e) {
     throw fromModelError(e, access.settings);
   }
+  return shownPrediction(answered, provider, note);
+}
+
+/** A next-step answer as the editor shows it (replay and live): the next line, the values, who answered. */
+export function shownPrediction(answered: AnsweredPrompt, provider: Provider, note: string | undefined): StepPredictionResult {
+  const rendered = answered.prompt;
   const { reply, latencyMs } = answered;
   const parsed = answered.samples[0]?.parsed ?? parseReply(rendered, '');
   // Keyed by program names: `__proto__` or `constructor` must be plain keys (no prototype to reach).

@@ -3,6 +3,8 @@
 // server's behaviour (caching, inline results, progress, cancellation, errors)
 // is testable with a scripted engine and runs unchanged on the real one.
 import type { AskPrompt } from '../engine/ask';
+import type { LiveStop } from '../engine/live/stop';
+import type { LiveAsk, LiveJudged, LiveTransition } from '../engine/live/transition';
 import type { Reward } from '../engine/judge/schema';
 import type { ChatMessage } from '../engine/model/prompt';
 import type { Question } from '../engine/questions/schema';
@@ -99,6 +101,22 @@ export interface SampleRequest {
   root: string | undefined;
 }
 
+/** A live session's ask (src/engine/live): the engine's record, kept for its transition, and the prediction as shown. */
+export interface LiveAsked {
+  ask: LiveAsk;
+  result: StepPredictionResult;
+}
+
+/** "Add to dataset" of a judged live step: where the store is and what the provenance names. */
+export interface LiveSampleRequest {
+  judged: LiveJudged;
+  storeDir: string;
+  /** The workspace folder's name. */
+  project: string;
+  /** The file, relative to the workspace folder. */
+  file: string;
+}
+
 export interface Engine {
   trace(request: TraceRequest, signal: AbortSignal): Promise<Trace>;
   /** The next-line and state questions at `step`, answered by the model (or the baseline). */
@@ -119,6 +137,12 @@ export interface Engine {
     access: ModelAccess,
     signal: AbortSignal,
   ): Promise<(boolean | null)[]>;
+  /** Predict next step at a stop of the user's own debug session: the next-step questions of the live policy, answered. */
+  askLive(stop: LiveStop, access: ModelAccess, signal: AbortSignal): Promise<LiveAsked>;
+  /** The session stopped again after an ask: 'wait', or the transition judged by the one judge. */
+  judgeLive(transition: LiveTransition, stop: LiveStop, reason: string, access: ModelAccess, signal: AbortSignal): Promise<LiveJudged | 'wait'>;
+  /** "Add to dataset" of a judged live step (liveSample: provenance truth "live-transition"). */
+  addLiveSample(input: LiveSampleRequest): Promise<{ id: string; added: boolean }>;
   close(): Promise<void>;
 }
 

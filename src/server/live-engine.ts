@@ -15,7 +15,10 @@ import { EngineError, type Engine, type ModelAccess, type TraceRequest } from '.
 import type { Log } from '../engine/log';
 import type { ExportParams, ExportResult, Health, Settings } from './protocol';
 import { editorSample } from './samples';
-import { predictStep, judgeStep, verifyCall, type Answering } from './asking';
+import { predictStep, judgeStep, verifyCall, fromModelError, judgeFailure, shownPrediction, template, type Answering } from './asking';
+import type { SampleInput } from '../engine/dataset/record';
+import { askLive, liveSample } from '../engine/live/transition';
+import { isModelError } from '../engine/model';
 import { askTest, judgeTestAnswers } from './test-lens';
 
 export interface LiveEngineOptions {
@@ -149,13 +152,49 @@ export class LiveEngine implements Engine, Answering {
   askTest: Engine['askTest'] = (prompts, access, signal) => askTest(this, prompts, access, signal);
   judgeTest: Engine['judgeTest'] = (test, context, answers, run, access, signal) => judgeTestAnswers(this, test, context, answers, run, access, signal);
 
+  askLive: Engine['askLive'] = async (stop, access, signal) => {
+    const { provider, note } = this.answerer(access);
+    try {
+      const ask = await askLive(stop, template('next-step'), { provider, signal });
+      const answered = ask.answered[0];
+      if (!answered) throw new EngineError('internal', 'The next-step template asked nothing at this stop.');
+      return { ask, result: shownPrediction(answered, provider, note) };
+    } catch (e) {
+      if (e instanceof EngineError || isModelError(e)) throw fromModelError(e, access.settings);
+      // The ask road's own refusals (a stop at module level, a line it cannot ask about) say what to do.
+      throw new EngineError('bad_params', e instanceof Error ? e.message : String(e));
+    }
+  };
+
+  judgeLive: Engine['judgeLive'] = async (transition, stop, reason, access, signal) => {
+    try {
+      return await transition.stopped(stop, reason, this.judge(access.settings), signal);
+    } catch (e) {
+      throw judgeFailure(e, signal);
+    }
+  };
+
+  async addLiveSample(input: Parameters<Engine['addLiveSample']>[0]): Promise<{ id: string; added: boolean }> {
+    let sample: SampleInput;
+    try {
+      sample = liveSample(input.judged, { project: input.project, file: input.file });
+    } catch (e) {
+      throw new EngineError('bad_params', `Not added: ${e instanceof Error ? e.message : String(e)}.`);
+    }
+    return this.store(input.storeDir, sample);
+  }
+
   async addSample(input: Parameters<Engine['addSample']>[0]): Promise<{ id: string; added: boolean }> {
-    const sample = editorSample(input);
+    return this.store(input.storeDir, editorSample(input));
+  }
+
+  /** Adds one sample to the workspace's store (the same store for replay and live samples). */
+  private store(storeDir: string, sample: SampleInput): { id: string; added: boolean } {
     let store: SampleStore;
     try {
-      store = SampleStore.open(input.storeDir);
+      store = SampleStore.open(storeDir);
     } catch (e) {
-      throw new EngineError('store_failed', `Cannot open the sample store ${input.storeDir}: ${e instanceof Error ? e.message : String(e)}`);
+      throw new EngineError('store_failed', `Cannot open the sample store ${storeDir}: ${e instanceof Error ? e.message : String(e)}`);
     }
     try {
       const r = store.add(sample);

@@ -31,6 +31,8 @@ export interface LiveSessionHooks {
   /** The lenses of some document may have changed. */
   lensesChanged(): void;
   stopped?(session: LiveSessionState, dap: LiveDap): Promise<void>;
+  /** A stop that was over before its turn came (the session stepped on meanwhile): it can no longer be read. */
+  missed?(session: LiveSessionState): Promise<void>;
   resumed?(session: LiveSessionState, how: LiveResumed['how']): Promise<void>;
   ended?(session: LiveSessionState): Promise<void>;
 }
@@ -94,7 +96,8 @@ export class LiveSessions {
     s.moves += 1;
     const moves = s.moves;
     void this.enqueue(s.id, async () => {
-      if (!this.hooks.trusted() || s.moves !== moves) return;
+      if (!this.hooks.trusted()) return;
+      if (s.moves !== moves) return void (await this.hooks.missed?.(s));
       if (this.hooks.stopped) await this.hooks.stopped(s, this.dap(s.id));
       if (!s.at && s.moves === moves) {
         const at = await this.topFrame(s, p.threadId);

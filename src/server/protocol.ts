@@ -204,6 +204,8 @@ export const QuestionVerdictSchema = z.object({
   predicted: z.string(),
   actual: z.string(),
   ok: z.boolean(),
+  /** A live step's question whose truth could not be read exactly: why. It is shown as unknown, never ✓/✗ (`ok` is false). */
+  unknown: z.string().optional(),
 });
 export type QuestionVerdict = z.infer<typeof QuestionVerdictSchema>;
 

@@ -38,6 +38,7 @@ import {
   PanelParamsSchema,
   PredictParamsSchema,
   PredictTestParamsSchema,
+  PredictLiveParamsSchema,
   RevealParamsSchema,
   SetTrustSchema,
   StepChangedSchema,
@@ -66,6 +67,7 @@ import { inlineItems, panelData } from './views';
 import { findTests, type PythonTest } from '../engine/simulate/test-functions';
 import { predictAndRun, testKey, testLenses } from './test-lens';
 import { LiveSessions } from './live-sessions';
+import { LivePredict } from './live-predict';
 
 /** Error code used in ResponseError for engine failures; `data.code` says which. */
 const ENGINE_ERROR = -32001;
@@ -87,6 +89,7 @@ export class EngineServer {
   private readonly testPredictions = new Map<string, TestPrediction>();
   /** The user's own debug sessions, followed by the editor (docs/live-debugging.md). */
   readonly live: LiveSessions;
+  private readonly livePredict: LivePredict;
 
   constructor(
     private readonly connection: Connection,
@@ -98,6 +101,15 @@ export class EngineServer {
       { trusted: () => this.trusted, lensesChanged: () => void connection.sendRequest('workspace/codeLens/refresh').catch(() => {}) },
       log,
     );
+    this.livePredict = new LivePredict({
+      engine,
+      store: this.store,
+      sessions: this.live,
+      access: (action) => this.access(action),
+      publish: (uri, runId) => this.publishInline(uri, runId),
+      warn: (message) => this.notice({ severity: 'warning', message }),
+      log,
+    });
   }
 
   listen(): void {
@@ -137,6 +149,7 @@ export class EngineServer {
     this.handle(Methods.adopt, AdoptParamsSchema, async (p) => this.adopt(p.uri, p.trace));
     this.handle(Methods.predict, PredictParamsSchema, (p, token) => this.predict(p.runId, p.step, p.workDoneToken, token));
     this.handle(Methods.predictTest, PredictTestParamsSchema, (p, token) => this.predictTest(p, token));
+    this.handle(Methods.predictLive, PredictLiveParamsSchema, (p, token) => this.predictLive(p.sessionId, p.workDoneToken, token));
     this.handle(Methods.reveal, RevealParamsSchema, (p, token) => this.reveal(p.predictionId, token));
     this.handle(Methods.verify, VerifyParamsSchema, (p, token) => this.verify(p.runId, p.workDoneToken, token));
     this.handle(Methods.addSample, AddSampleParamsSchema, (p) => this.addSample(p.verificationId, p.runId));
@@ -429,6 +442,16 @@ export class EngineServer {
     return prediction;
   }
 
+  /** Predict next step in the user's own debug session: shown now, judged when the session steps (live-predict.ts). */
+  async predictLive(sessionId: string, workDoneToken: string | number | undefined, token: CancellationToken): Promise<Prediction> {
+    this.requireTrust('predict the next step');
+    const prediction = await this.withProgress('ExecVerify: predicting the next step', workDoneToken, token, (signal, report) =>
+      this.livePredict.predict(sessionId, signal, report),
+    );
+    this.baselineNotice(prediction.answerer);
+    return prediction;
+  }
+
   /** Predict Result: the prediction first (shown at once), then the test's real run beside it. */
   async predictTest(params: PredictTestParams, token: CancellationToken): Promise<TestPrediction> {
     const access = this.access('predict and run the test');
@@ -471,6 +494,12 @@ export class EngineServer {
   private async judge(record: PredictionRecord, token: CancellationToken): Promise<StepVerdict> {
     if (record.verdict) return record.verdict;
     const access = this.access('judge the prediction');
+    if (this.livePredict.isLive(record.prediction.runId)) {
+      throw new EngineError(
+        'bad_params',
+        'A live step is judged when the debug session steps on: step over the line (F10) and its verdict appears — there is no recording to reveal it from.',
+      );
+    }
     const run = this.requireRun(record.prediction.runId);
     const signal = abortSignalOf(token);
     const j = await this.engine.judgeStep(run.trace, record.prediction.step, record.result, access, signal);
@@ -549,6 +578,10 @@ export class EngineServer {
   async addSample(verificationId: string | undefined, runId: string | undefined): Promise<AddSampleResult> {
     const v = verificationId ? this.store.verification(verificationId) : undefined;
     if (verificationId && !v) throw new EngineError('bad_params', `No verification ${verificationId}; verify the call again.`);
+    if (!v && runId && this.livePredict.isLive(runId)) {
+      const storeDir = this.storeDir();
+      return { ...(await this.livePredict.addSample(runId, storeDir, this.root)), store: storeDir };
+    }
     const run = this.requireRun(v ? v.verification.runId : (runId ?? ''));
     const storeDir = this.storeDir();
     const r = await this.engine.addSample({

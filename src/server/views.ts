@@ -57,7 +57,9 @@ function predictionItems(record: PredictionRecord): InlineItem[] {
     const parts: string[] = [];
     const lineName = (n: string) => (n === '-1' || n.startsWith('-1') ? 'returns' : n);
     for (const q of verdict.questions) {
-      if (q.kind === 'next_line') {
+      // A live step's truth that could not be read exactly: neither right nor wrong.
+      if (q.unknown !== undefined) parts.push(`? ${q.kind === 'next_line' ? 'next line' : (q.var ?? q.label)} unknown`);
+      else if (q.kind === 'next_line') {
         const real = verdict.actualNextLine === -1 ? 'returns' : `next line ${verdict.actualNextLine}`;
         parts.push(q.ok ? `✓ ${real}` : `✗ ${real} (predicted ${q.predicted === '(no answer)' ? 'nothing' : lineName(q.predicted)})`);
       } else if (q.var !== undefined) {
@@ -77,8 +79,15 @@ function predictionItems(record: PredictionRecord): InlineItem[] {
         line: prediction.line,
         kind: 'verdict',
         text: parts.join('  ') || (verdict.ok ? '✓' : '✗'),
-        ok: verdict.ok,
-        hover: `${who} at step ${prediction.step}\n${verdict.questions.map((q) => `${q.ok ? '✓' : '✗'} ${q.label}: predicted ${q.predicted}, actual ${q.actual}`).join('\n')}`,
+        // Nothing judged (every truth unknown): drawn as neither right nor wrong.
+        ...(verdict.questions.length > 0 && verdict.questions.every((q) => q.unknown !== undefined) ? {} : { ok: verdict.ok }),
+        hover: `${who} at step ${prediction.step}\n${verdict.questions
+          .map((q) =>
+            q.unknown !== undefined
+              ? `? ${q.label}: predicted ${q.predicted}, unknown (${q.unknown})`
+              : `${q.ok ? '✓' : '✗'} ${q.label}: predicted ${q.predicted}, actual ${q.actual}`,
+          )
+          .join('\n')}`,
       },
     ];
   }

@@ -65,3 +65,30 @@ test('execverify/dap: reading requests reach the followed session; others, unkno
   await assert.rejects(engine.serverRequest('execverify/dap', { sessionId: 'py', command: 'evaluate', args: {} }), /not trusted/);
   assert.equal(fake.customRequests.length, 1, 'nothing else reached the session');
 });
+
+test('Predict next step: the live lens’ session, or the active live session from the keybinding; Add to dataset then takes that live step', async () => {
+  const { engine, trackerFor } = activate();
+  const prediction = {
+    id: 'pred-2',
+    runId: 'run-live',
+    uri: 'file:///w/walk.py',
+    step: 1,
+    line: 6,
+    nextLine: 7,
+    values: {},
+    answerer: { kind: 'model', name: 'm' },
+    usage: { latencyMs: 3 },
+    problems: [],
+  };
+  engine.on('execverify/predictLive', () => prediction).on('execverify/addSample', () => ({ id: 'abc', added: true, store: '/w/.execverify' }));
+  await fake.commands.get('execverify.predictNextStep')!({ sessionId: 'lens-session' });
+  assert.deepEqual(engine.requests.at(-1), { method: 'execverify/predictLive', params: { sessionId: 'lens-session' } });
+
+  const session = makeDebugSession('py', 'debugpy');
+  trackerFor(session).onDidSendMessage(stopped(1));
+  fake.activeDebugSession = session;
+  await fake.commands.get('execverify.predictNextStep')!();
+  assert.deepEqual(engine.requests.at(-1), { method: 'execverify/predictLive', params: { sessionId: 'py' } });
+  await fake.commands.get('execverify.addSample')!();
+  assert.deepEqual(engine.requests.at(-1), { method: 'execverify/addSample', params: { runId: 'run-live' } });
+});
