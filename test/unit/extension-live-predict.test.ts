@@ -92,3 +92,41 @@ test('Predict next step: the live lens’ session, or the active live session fr
   await fake.commands.get('execverify.addSample')!();
   assert.deepEqual(engine.requests.at(-1), { method: 'execverify/addSample', params: { runId: 'run-live' } });
 });
+
+test('the panel marks a live step whose every truth is unknown with ?, and an unknown question is no mismatch', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const M = require('../../media/panel-model.js') as { buildRows(data: unknown): { status: string; mismatches: string[] }[] };
+  const q = (kind: string, label: string, ok: boolean, unknown?: string) => ({
+    kind,
+    line: 9,
+    label,
+    predicted: '1',
+    actual: 'unknown',
+    ok,
+    ...(unknown ? { unknown } : {}),
+  });
+  const row = (ok: boolean, questions: unknown[]) => ({
+    step: 1,
+    event: 'line',
+    fn: 'walk',
+    depth: 0,
+    line: 9,
+    text: 'total += helper(x)',
+    changes: [],
+    nextLine: null,
+    verdict: { ok, questions, actualValues: {} },
+  });
+  const rows = M.buildRows({
+    rows: [
+      row(false, [q('next_line', 'next line after 9', false, 'continued'), q('state', 'total after 9', false, 'continued')]),
+      row(true, [q('next_line', 'next line after 9', true), q('state', 's after 9', false, 'too long')]),
+    ],
+  });
+  assert.deepEqual(
+    rows.map((r) => [r.status, r.mismatches]),
+    [
+      ['unknown', []],
+      ['ok', []],
+    ],
+  );
+});
