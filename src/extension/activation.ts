@@ -8,6 +8,7 @@ import { registerReplayDebugger } from './debug';
 import { registerDecorations } from './decorations';
 import { registerLiveDebug } from './live-debug';
 import { registerLiveBridge } from './live-predict';
+import { registerRecordFromHere } from './record-from-here';
 import type { EngineClient } from './engine-client';
 import { registerOutput, type Log } from './log';
 import { registerPanel } from './panel';
@@ -34,6 +35,7 @@ export function activateExtension(context: vscode.ExtensionContext, startEngine:
   const live = registerLiveDebug(context);
   const liveBridge = registerLiveBridge(context, { client, live, log });
   registerCommands(context, { client, trust, panel, status, replay, live: liveBridge, log });
+  registerRecordFromHere(context, { client, trust, live: liveBridge, replay, log });
   registerReportViewer(context, { log });
   // Only a test build has the self-test (scripts/build.mjs --test, which test/e2e/run.sh uses):
   // in the shipped bundle this condition is false at build time and the self-test is left out.

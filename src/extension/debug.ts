@@ -10,8 +10,8 @@ import { ReplayDebugSession, type Recorder } from '../adapter/replay-debug-sessi
 export interface ReplayDebuggerDeps {
   /** The recorder backed by the extension's tracer pool (created lazily, shared by sessions). */
   recorder(): Recorder;
-  /** Told about each replayed trace, with the VS Code session replaying it, so the editor UI can follow the cursor. */
-  onTrace?(trace: Trace, sessionId: string): void;
+  /** Told about each replayed trace, with the VS Code session replaying it (and its traceFile), so the editor UI can follow the cursor. */
+  onTrace?(trace: Trace, sessionId: string, traceFile?: string): void;
 }
 
 export function registerReplayDebugger(context: vscode.ExtensionContext, deps: ReplayDebuggerDeps): void {
@@ -19,7 +19,8 @@ export function registerReplayDebugger(context: vscode.ExtensionContext, deps: R
     createDebugAdapterDescriptor(session) {
       const cwd = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
       // This factory knows the session: it hands the session id along with each trace (no round trip through the adapter).
-      const onTrace = deps.onTrace ? (trace: Trace) => deps.onTrace!(trace, session.id) : undefined;
+      const traceFile = typeof session.configuration.traceFile === 'string' ? session.configuration.traceFile : undefined;
+      const onTrace = deps.onTrace ? (trace: Trace) => deps.onTrace!(trace, session.id, traceFile) : undefined;
       const adapter = new ReplayDebugSession(replaySessionDeps({ recorder: trustedRecorder(deps.recorder), cwd, onTrace }));
       return new vscode.DebugAdapterInlineImplementation(adapter);
     },

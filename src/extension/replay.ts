@@ -21,8 +21,10 @@ export type SessionStop = DebuggerStop & { sessionId: string; runId: string };
 
 export interface ReplayBridge {
   recorder: Recorder;
-  /** The debug adapter factory tells which session replays `trace` (the session's run id follows from it). */
-  onTrace(trace: Trace, sessionId: string): void;
+  /** The debug adapter factory tells which session replays `trace` (the session's run id follows from it), and the trace file it read, if any. */
+  onTrace(trace: Trace, sessionId: string, traceFile?: string): void;
+  /** A trace file written for a run the server already has ("Record from here"): a session replaying it is that run, not a new one. */
+  adoptedFile(traceFile: string, runId: string): void;
   /** Where the active replay session stands, if it has stopped on a step of a known run. */
   current(): SessionStop | undefined;
   /** Moves the replay session of `runId` to `step`. */
@@ -31,6 +33,7 @@ export interface ReplayBridge {
 
 export function registerReplayBridge(context: vscode.ExtensionContext, deps: { client: EngineClient; panel: PanelHost; log: Log }): ReplayBridge {
   const recorded = new WeakMap<Trace, string>();
+  const adoptedFiles = new Map<string, string>();
   const runOfSession = new Map<string, string>();
   const pendingStep = new Map<string, { step: number; uri: string | undefined; line: number | undefined }>();
   const stops = new Map<string, SessionStop>();
@@ -81,8 +84,11 @@ export function registerReplayBridge(context: vscode.ExtensionContext, deps: { c
 
   const bridge: ReplayBridge = {
     recorder,
-    onTrace(trace, sessionId) {
-      const known = recorded.get(trace);
+    adoptedFile(traceFile, runId) {
+      adoptedFiles.set(traceFile, runId);
+    },
+    onTrace(trace, sessionId, traceFile) {
+      const known = recorded.get(trace) ?? (traceFile !== undefined ? adoptedFiles.get(traceFile) : undefined);
       const announce = (runId: string) => {
         runOfSession.set(sessionId, runId);
         const pending = pendingStep.get(sessionId);

@@ -41,6 +41,8 @@ export class LiveSessions {
   private readonly sessions = new Map<string, LiveSessionState>();
   /** Per session: the tail of its queue of work. */
   private readonly queues = new Map<string, Promise<void>>();
+  /** Per session: who waits for its next stop or end (nextMove). */
+  private readonly moveWaiters = new Map<string, ((move: 'stopped' | 'ended') => void)[]>();
   private hooks: LiveSessionHooks;
 
   constructor(
@@ -88,6 +90,22 @@ export class LiveSessions {
     return run;
   }
 
+  /**
+   * The session's next stop or end, as soon as the editor tells it — not
+   * queued behind the session's work: "Record from here" waits for it inside
+   * its turn of the queue, after each `continue` it sends.
+   */
+  nextMove(sessionId: string): Promise<'stopped' | 'ended'> {
+    if (!this.sessions.has(sessionId)) return Promise.resolve('ended');
+    return new Promise((resolve) => this.moveWaiters.set(sessionId, [...(this.moveWaiters.get(sessionId) ?? []), resolve]));
+  }
+
+  private moved(sessionId: string, move: 'stopped' | 'ended'): void {
+    const waiting = this.moveWaiters.get(sessionId) ?? [];
+    this.moveWaiters.delete(sessionId);
+    for (const resolve of waiting) resolve(move);
+  }
+
   stopped(p: LiveStopped): void {
     const s = this.sessions.get(p.sessionId) ?? this.fresh(p.sessionId, p.debugType);
     s.debugType = p.debugType;
@@ -95,6 +113,7 @@ export class LiveSessions {
     s.at = undefined;
     s.moves += 1;
     const moves = s.moves;
+    this.moved(s.id, 'stopped');
     void this.enqueue(s.id, async () => {
       if (!this.hooks.trusted()) return;
       if (s.moves !== moves) return void (await this.hooks.missed?.(s));
@@ -127,6 +146,7 @@ export class LiveSessions {
     s.at = undefined;
     s.moves += 1;
     this.sessions.delete(s.id);
+    this.moved(s.id, 'ended');
     this.hooks.lensesChanged();
     void this.enqueue(s.id, async () => this.hooks.ended?.(s))
       .catch((e) => this.log(`live session ${s.id}: end: ${e instanceof Error ? e.message : String(e)}`))

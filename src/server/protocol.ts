@@ -463,6 +463,13 @@ export const PredictLiveParamsSchema = z.object({
 });
 export type PredictLiveParams = z.infer<typeof PredictLiveParamsSchema>;
 
+/** "Record from here" in a followed debugpy session (Python 3.12+): the rest of the stopped call, adopted as a run; answered by a TraceResult with its trace. */
+export const RecordFromHereParamsSchema = z.object({
+  sessionId: z.string().min(1),
+  workDoneToken: z.union([z.string(), z.number()]).optional(),
+});
+export type RecordFromHereParams = z.infer<typeof RecordFromHereParamsSchema>;
+
 export const Methods = {
   trace: 'execverify/trace',
   adopt: 'execverify/adopt',
@@ -485,6 +492,7 @@ export const Methods = {
   liveResumed: 'execverify/liveResumed',
   liveEnded: 'execverify/liveEnded',
   predictLive: 'execverify/predictLive',
+  recordFromHere: 'execverify/recordFromHere',
 } as const;
 
 /** Error codes carried in ResponseError.data.code so clients can react. */

@@ -3,7 +3,7 @@
 // client can drive it; the VS Code extension is one of them.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   CodeLens,
   InlayHint,
@@ -39,6 +39,7 @@ import {
   PredictParamsSchema,
   PredictTestParamsSchema,
   PredictLiveParamsSchema,
+  RecordFromHereParamsSchema,
   RevealParamsSchema,
   SetTrustSchema,
   StepChangedSchema,
@@ -68,6 +69,9 @@ import { findTests, type PythonTest } from '../engine/simulate/test-functions';
 import { predictAndRun, testKey, testLenses } from './test-lens';
 import { LiveSessions } from './live-sessions';
 import { LivePredict } from './live-predict';
+import { recordLive } from './live-record';
+import { RecordRefused } from '../engine/live/record';
+import { pythonTracerDir } from '../engine/python';
 
 /** Error code used in ResponseError for engine failures; `data.code` says which. */
 const ENGINE_ERROR = -32001;
@@ -150,6 +154,7 @@ export class EngineServer {
     this.handle(Methods.predict, PredictParamsSchema, (p, token) => this.predict(p.runId, p.step, p.workDoneToken, token));
     this.handle(Methods.predictTest, PredictTestParamsSchema, (p, token) => this.predictTest(p, token));
     this.handle(Methods.predictLive, PredictLiveParamsSchema, (p, token) => this.predictLive(p.sessionId, p.workDoneToken, token));
+    this.handle(Methods.recordFromHere, RecordFromHereParamsSchema, (p, token) => this.recordFromHere(p.sessionId, p.workDoneToken, token));
     this.handle(Methods.reveal, RevealParamsSchema, (p, token) => this.reveal(p.predictionId, token));
     this.handle(Methods.verify, VerifyParamsSchema, (p, token) => this.verify(p.runId, p.workDoneToken, token));
     this.handle(Methods.addSample, AddSampleParamsSchema, (p) => this.addSample(p.verificationId, p.runId));
@@ -450,6 +455,23 @@ export class EngineServer {
     );
     this.baselineNotice(prediction.answerer);
     return prediction;
+  }
+
+  /**
+   * Record from here: the rest of the call stopped in the user's debugpy
+   * session (live-record.ts), adopted as a run as a replayed trace file is;
+   * the reply carries the trace for the replay debugger. A refusal (not
+   * debugpy, Python 3.8–3.11) is one line saying why.
+   */
+  async recordFromHere(sessionId: string, workDoneToken: string | number | undefined, token: CancellationToken): Promise<TraceResult> {
+    this.requireTrust('record from the debug session');
+    const trace = await this.withProgress('ExecVerify: recording the rest of the call', workDoneToken, token, (signal, report) =>
+      recordLive({ sessions: this.live, tracerDir: pythonTracerDir() }, sessionId, signal, report).catch((e: unknown) => {
+        throw e instanceof RecordRefused ? new EngineError('trace_failed', `Cannot record from here: ${e.message}`) : e;
+      }),
+    );
+    const result = this.adopt(pathToFileURL(trace.files[0]!.path).href, trace);
+    return { ...result, trace };
   }
 
   /** Predict Result: the prediction first (shown at once), then the test's real run beside it. */

@@ -289,6 +289,7 @@ export function makeContext(extensionPath = '/ext', packageJSON: unknown = {}): 
     extensionPath,
     extension: { packageJSON },
     asAbsolutePath: (p: string) => `${extensionPath}/${p}`,
+    globalStorageUri: Uri.file(`${extensionPath}/globalStorage`),
     secrets: {
       get: async (k: string) => secrets.get(k),
       store: async (k: string, v: string) => {

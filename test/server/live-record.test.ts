@@ -1,0 +1,169 @@
+// "Record from here" through the real engine server over its LSP stream: the
+// test is the editor — it runs a real debugpy session on Python 3.12 (and one
+// on 3.11), forwards what the session does as the extension's tracker does
+// (a LiveFollower over the requests it sends and the events it gets:
+// execverify/liveStopped, liveResumed, liveEnded), and answers the server's
+// execverify/dap requests with the session's DAP connection. debugpy is
+// .venv's, copied beside the test for 3.12 (test/unit/live-record.test.ts).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { DapClient } from '../../src/engine/dap/client';
+import { stopProcessGroup } from '../../src/engine/dap/stops';
+import { LiveFollower } from '../../src/engine/live/follow';
+import { TraceSchema } from '../../src/engine/trace/schema';
+import { TraceResultSchema } from '../../src/server/protocol';
+import { startServer, type ServerUnderTest } from './lsp-client';
+
+const REPO = path.resolve(__dirname, '../..');
+const VENV_PYTHON = path.join(REPO, '.venv/bin/python');
+const PROGRAM = path.join(REPO, 'test/fixtures/live/record.py');
+const BREAK_LINE = 8; // `acc += square(x)`: hit once per element of [1, 2, 3]
+
+function python312(): string {
+  const found = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
+    .split('\n')
+    .find((p) => /python3\.12$/.test(p));
+  assert.ok(found, 'this test needs Python 3.12 (scripts/pythons.sh found none)');
+  return found;
+}
+
+interface Session {
+  id: string;
+  adapter: ChildProcess;
+  dap: DapClient;
+  threadId: number;
+  /** Every DAP request the server sent into the session. */
+  sent: string[];
+  /** The program's stdout, as debugpy forwards it. */
+  stdout: () => string;
+}
+
+let server: ServerUnderTest;
+let work: string;
+const sessions = new Map<string, Session>();
+
+/**
+ * A user's debug session, stopped at BREAK_LINE, followed as the editor's
+ * tracker follows it: each request the editor sends and each event the
+ * adapter sends go through a LiveFollower, whose calls become the server's
+ * notifications.
+ */
+async function startSession(id: string, python: string, env: NodeJS.ProcessEnv): Promise<Session> {
+  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
+  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
+  let out = '';
+  dap.on('output', (e: DebugProtocol.OutputEvent) => {
+    if (e.body.category === 'stdout') out += e.body.output;
+  });
+  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
+  const initialized = dap.waitFor('initialized');
+  const launched = dap.request('launch', {
+    request: 'launch',
+    type: 'debugpy',
+    name: 'user session',
+    program: PROGRAM,
+    cwd: path.dirname(PROGRAM),
+    python: [python],
+    justMyCode: true,
+    console: 'internalConsole',
+  });
+  launched.catch(() => undefined);
+  await initialized;
+  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: BREAK_LINE }] });
+  const follower = new LiveFollower({
+    stopped: (threadId, reason) => void server.connection.sendNotification('execverify/liveStopped', { sessionId: id, threadId, reason, debugType: 'debugpy' }),
+    resumed: (how) => void server.connection.sendNotification('execverify/liveResumed', { sessionId: id, how }),
+    ended: () => void server.connection.sendNotification('execverify/liveEnded', { sessionId: id }),
+  });
+  for (const event of ['stopped', 'terminated', 'exited']) dap.on(event, (e: unknown) => follower.didSend(e));
+  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
+  await dap.request('configurationDone', {});
+  await launched;
+  const threadId = (await first).body.threadId ?? 1;
+  const session: Session = { id, adapter, dap, threadId, sent: [], stdout: () => out };
+  sessions.set(id, session);
+  // The tracker sees the requests the editor sends on the server's behalf (customRequest) like any other.
+  session.sent.push = (...commands: string[]) => {
+    for (const command of commands) follower.willReceive({ type: 'request', seq: 0, command, arguments: { threadId } });
+    return Array.prototype.push.apply(session.sent, commands);
+  };
+  return session;
+}
+
+before(async () => {
+  work = mkdtempSync(path.join(tmpdir(), 'ev-live-record-'));
+  const debugpy = path.join(REPO, '.venv/lib/python3.11/site-packages/debugpy');
+  assert.ok(existsSync(debugpy), `debugpy is not in .venv (${debugpy}): run scripts/python-env.sh`);
+  cpSync(debugpy, path.join(work, 'debugpy'), { recursive: true });
+  server = await startServer({ rootPath: work, workDoneProgress: true });
+  // The extension's side of execverify/dap: the session's own requests (customRequest in VS Code).
+  server.connection.onRequest('execverify/dap', async (p: { sessionId: string; command: string; args?: unknown }) => {
+    const s = sessions.get(p.sessionId);
+    if (!s) throw new Error('the debug session has ended');
+    s.sent.push(p.command);
+    return s.dap.request(p.command, p.args);
+  });
+});
+
+after(async () => {
+  for (const s of sessions.values()) {
+    await s.dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined);
+    await stopProcessGroup(s.adapter);
+  }
+  await server?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+const record = (sessionId: string) => server.connection.sendRequest('execverify/recordFromHere', { sessionId });
+
+test('on 3.12: the rest of the stopped call is recorded beside debugpy, through breakpoints inside it, and adopted as a run', async () => {
+  const s = await startSession('py312', python312(), { ...process.env, PYTHONPATH: work });
+  await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
+  const ended = s.dap.waitFor('terminated');
+  const result = TraceResultSchema.parse(await record(s.id));
+  const trace = TraceSchema.parse(result.trace);
+  assert.equal(trace.python?.backend, 'monitoring');
+  assert.equal(trace.outcome.kind === 'returned' && trace.outcome.value.repr, "(14, 'sum=14')");
+  assert.deepEqual([trace.steps[0]!.event, trace.steps[0]!.fn, trace.steps[0]!.line], ['call', 'total', BREAK_LINE], 'it starts at the stop');
+  assert.equal(trace.steps.filter((st) => st.event === 'call' && st.fn === 'square').length, 3, 'every square call of the rest of the loop');
+  // The breakpoint stops the call twice more before it returns: resumed each time, it records on.
+  assert.deepEqual(
+    s.sent.filter((c) => c === 'continue'),
+    ['continue', 'continue', 'continue'],
+  );
+  await ended;
+  assert.match(s.stdout(), /\(14, 'sum=14'\)/, 'the program ran on to its end as without the recorder');
+  // The run is the server's: the replay's predictions can refer to it.
+  const panel = (await server.connection.sendRequest('execverify/panel', { runId: result.runId })) as { run: { runId: string; steps: number } };
+  assert.deepEqual([panel.run.runId, panel.run.steps], [result.runId, trace.steps.length], 'the panel shows the recorded run');
+  const begin = server.notifications.find(
+    (n) => n.method === '$/progress' && (n.params as { value: { kind: string; title?: string } }).value.title === 'ExecVerify: recording the rest of the call',
+  );
+  assert.ok(begin, 'a progress notification while recording');
+  assert.equal((begin.params as { value: { cancellable?: boolean } }).value.cancellable, true, 'cancellable');
+});
+
+test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an lldb session, in a session that is gone', async () => {
+  const s = await startSession('py311', VENV_PYTHON, process.env);
+  await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
+  await assert.rejects(
+    record(s.id),
+    (e: Error) => /^Cannot record from here: .*Python 3\.12\+.*Python 3\.11 there is one settrace slot/.test(e.message) && !e.message.includes('\n'),
+  );
+  assert.ok(!s.sent.includes('continue'), 'nothing resumed the session');
+
+  await server.connection.sendNotification('execverify/liveStopped', { sessionId: 'c', threadId: 1, reason: 'breakpoint', debugType: 'lldb-dap' });
+  const said = (pattern: RegExp) => (e: Error) => pattern.test(e.message);
+  await assert.rejects(
+    record('c'),
+    said(/^Cannot record from here: this is a “lldb-dap” session, .* For C, record the whole program: execverify trace prog\.c --entry main --via lldb\.$/),
+  );
+  await server.connection.sendNotification('execverify/liveEnded', { sessionId: 'c' });
+  await assert.rejects(record('c'), said(/^Cannot record from here: the debug session has ended$/));
+  await assert.rejects(server.connection.sendRequest('execverify/recordFromHere', { session: 'x' }), /sessionId/);
+});
