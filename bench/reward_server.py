@@ -6,13 +6,18 @@ cut down to their state questions ("state answers": `3; int` lines, the
 common white-box answer) and answered with their reference answers, one answer
 in three made wrong. Baseline: compute_score over the same pairs in this
 process, one core, measured again right before each level (a shared machine's
-load drifts). Then `python -m execverify.reward_server --workers W` and
-C keep-alive connections (C = 1, 16, 64) sending requests of B samples
-(B = 1: slime, and OpenRLHF as it posts today; B = 64: a batched client),
-each connection a thread in one of P client processes. Every reward the server
-returns is checked against the baseline's. RSS of the server and its workers is
-sampled through the run; oversize and malformed requests are sent between the
-levels and must get their 4xx.
+load drifts), as rewards per second and per CPU-second. Then `python -m
+execverify.reward_server --workers W` (W server processes) and C keep-alive
+connections (C = 1, 16, 64) sending requests of B samples (B = 1: slime, and
+OpenRLHF as it posts today; B = 64: a batched client), each connection a thread
+in one of P client processes; every level twice (round 1, round 2), after an
+unreported warm-up at B = 64, C = 64. Every reward the server returns is
+checked against the baseline's. Per level: rewards/s, client-side p50/p99
+latency, rewards/s per server process (at most one per core) against the
+baseline's rewards/s, and rewards per CPU-second of the server's whole process
+tree against the baseline's per CPU-second. RSS of that tree is sampled every
+0.25 s: per quarter, and per level round 1 against round 2. Oversize and
+malformed requests are sent between the levels and must get their 4xx.
 
     python3 bench/reward_server.py [--seconds 4] [--workers W] [--json OUT]
 """
@@ -280,6 +285,10 @@ def main() -> int:
         # Every level twice, in two rounds: the second round's memory must be the first's (flat), and
         # each level gets two measurements on a machine whose load drifts.
         levels = [(b, c) for b in (1, 64) for c in (1, 16, 64)]
+        # A warm-up at the heaviest level first (not reported): the allocators' high-water mark is
+        # then reached before round 1, so the rounds compare growth, not a first touch of memory.
+        load(port, build_requests(pairs, 64), 64, args.client_procs, args.seconds / 2)
+        rss.clear()
         for rnd, (batch, conc) in [(k // len(levels) + 1, lv) for k, lv in enumerate(levels * 2)]:
             reqs = build_requests(pairs, batch)
             here, here_cpu, _ = in_process(pairs, args.seconds / 2)  # the baseline again: the load drifts

@@ -10,9 +10,19 @@
     GET  /metrics      Prometheus text: requests, rewards, rewards/s, latency quantiles, queue depth
 
 Every reward is reward.score_batch on the same inputs — what compute_score,
-trl_reward and reward_func return — computed in N sandboxed workers
-(`python -m execverify.worker`, op reward_batch, one request at a time each):
-this process parses HTTP and JSON and never judges or runs a model's answer.
+trl_reward and reward_func return — computed the way a trainer computes it.
+`--workers N` forks N server processes from this one (the supervisor), all
+accepting from one listening socket, each with its own core (the GIL allows
+no more) and its own sandboxed worker (`python -m execverify.worker`).
+A process parses HTTP and JSON and calls score_batch itself: literal answers
+(the `value; type` state answers, literal outputs) are parsed there, never
+run — no round trip, which cost more than judging them; expression answers
+and code-generation tests go, as from a trainer, to its sandboxed worker,
+where each runs in a child that never held a truth. One request judges at a
+time in a process (first come first served; given up while it waits for the
+sandbox): judging holds the GIL anyway, and many judging threads made every
+other thread wait seconds for it. The supervisor replaces a process that
+dies, and the processes share one board of counters for /metrics.
 
 Why the limits are what they are: a trainer that outpaces the judge must be
 told to wait, not queued without end. At most `workers + queue` requests are

@@ -350,6 +350,87 @@ class Auth(unittest.TestCase):
         self.assertIn("POST /reward", err)  # the access log is there, without the header
 
 
+def state_only(row):
+    """(label, answer): the sample cut to its white-box state questions, answered right (no code runs)."""
+    truth = json.loads(row["label"])
+    answers = row["reference"].split("\n")[1:-1]
+    keep = [(q, a) for q, a in zip(truth["questions"], answers) if q["kind"] == "state"]
+    truth["questions"] = [q for q, _ in keep]
+    return json.dumps(truth), "<answer>\n" + "\n".join(a for _, a in keep) + "\n</answer>"
+
+
+def children(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as fh:
+        return sorted(int(c) for c in fh.read().split())
+
+
+class Processes(unittest.TestCase):
+    """--workers N server processes: literal answers judged in each, expression answers in its sandboxed worker."""
+
+    def test_literal_answers_are_judged_while_an_expression_answer_hangs_in_the_same_process(self):
+        server = Server("--workers", "1", "--queue", "8", "--quiet")
+        try:
+            rows = load_rows()
+            truth = json.loads(rows[0]["label"])
+            truth["judge"] = {"timeout_s": 6}  # the hanging answer holds the worker this long
+            ref = rows[0]["reference"].split("\n")
+            slow = "\n".join([ref[0], ref[1].rsplit("==", 1)[0] + "== " + HANG] + ref[2:])
+            results = {}
+
+            def slow_request():
+                results["slow"] = ask(server, "POST", "/reward", {"prompt": "", "response": slow,
+                                                                  "label": json.dumps(truth)})
+
+            t = threading.Thread(target=slow_request)
+            t.start()
+            wait_busy(server, 1)
+            fast = [state_only(r) for r in rows[1:40] if any(q["kind"] == "state" for q in json.loads(r["label"])["questions"])]
+            self.assertGreater(len(fast), 10)
+            status, body, _ = ask(server, "POST", "/get_reward", {
+                "query": [a for _, a in fast], "prompts": [""] * len(fast), "labels": [gt for gt, _ in fast]})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["rewards"], [reward.compute_score("x", a, gt) for gt, a in fast])
+            # Answered while the hanging answer still held the one process's worker: the judge lane
+            # is given up while a request waits for the sandbox, so it blocks no literal answer.
+            self.assertTrue(t.is_alive())
+            self.assertEqual(metric(server, "execverify_reward_busy_workers"), 1)
+            t.join()
+            self.assertEqual((results["slow"][0], results["slow"][1]["reward"]), (200, 0.0))
+        finally:
+            server.stop()
+
+    def test_a_killed_server_process_is_replaced_and_the_server_keeps_answering(self):
+        server = Server("--workers", "2")
+        try:
+            rows = load_rows()[:20]
+            before = children(server.proc.pid)
+            self.assertEqual(len(before), 2)
+            os.kill(before[0], signal.SIGKILL)
+            for _ in range(12000):  # the replacement is ready (at most two minutes on a loaded machine)
+                if metric(server, "execverify_reward_workers") == 2 and children(server.proc.pid) != before:
+                    break
+                time.sleep(0.01)
+            after = children(server.proc.pid)
+            self.assertEqual(len(after), 2)
+            self.assertIn(before[1], after)
+            self.assertNotIn(before[0], after)
+            # Every new connection is answered, by either process, with compute_score's rewards.
+            got = []
+            for r in rows:
+                status, body, _ = ask(server, "POST", "/reward", {"prompt": "", "response": r["reference"],
+                                                                  "label": r["label"]})
+                self.assertEqual(status, 200, body)
+                got.append(body["reward"])
+            self.assertEqual(got, [reward.compute_score("x", r["reference"], r["label"]) for r in rows])
+            # The board sums every process: all 20 rewards and their latencies are counted.
+            self.assertEqual(metric(server, "execverify_rewards_total"), 20)
+            self.assertEqual(metric(server, "execverify_reward_request_seconds_count"), 20)
+        finally:
+            err = server.stop()
+        self.assertIn("starting another", err)
+        self.assertIn("stopped", err)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_finishes_the_request_in_flight_then_exits(self):
         server = Server("--workers", "1")
