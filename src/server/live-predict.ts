@@ -8,7 +8,7 @@
 // live step is drawn inline and in the panel exactly as a replay step.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { readLiveStop, type LiveStop } from '../engine/live/stop';
+import { liveAdapter, readLiveStop, type LiveStop } from '../engine/live/stop';
 import { LiveTransition, type LiveAsk, type LiveJudged } from '../engine/live/transition';
 import { pythonTracerDir } from '../engine/python';
 import type { Question } from '../engine/questions';
@@ -131,7 +131,8 @@ export class LivePredict {
   private async read(s: LiveSessionState, threadId: number): Promise<LiveStop> {
     let stop: LiveStop;
     try {
-      stop = await readLiveStop(this.deps.sessions.dap(s.id), threadId, { tracerDir: this.tracerDir });
+      // The session's debug type picks the reader: debugpy exactly, lldb typed (C), any other as shown.
+      stop = await readLiveStop(this.deps.sessions.dap(s.id), threadId, { tracerDir: this.tracerDir, adapter: liveAdapter(s.debugType) });
     } catch (e) {
       throw new EngineError('bad_params', `The debug session's stop could not be read: ${e instanceof Error ? e.message : String(e)}`);
     }
