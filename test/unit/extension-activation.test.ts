@@ -39,11 +39,13 @@ test('every contributed command is in the ExecVerify category', () => {
   for (const c of manifest.contributes.commands) assert.equal(c.category, 'ExecVerify', c.command);
 });
 
-test('activation events stay narrow: Python files, the replay debugger, the restored panel', () => {
+test('activation events stay narrow: Python files, the replay debugger, the debuggers live predict reads exactly, the restored panel', () => {
   assert.ok(!manifest.activationEvents.includes('*'));
   assert.ok(manifest.activationEvents.includes('onLanguage:python'));
   assert.ok(
-    manifest.activationEvents.every((e) => /^(onLanguage:python|onDebug\w*:execverify|onWebviewPanel:execverify\.panel)$/.test(e)),
+    manifest.activationEvents.every((e) =>
+      /^(onLanguage:python|onDebug\w*:execverify|onDebugResolve:(debugpy|lldb-dap|lldb-vscode)|onWebviewPanel:execverify\.panel)$/.test(e),
+    ),
     manifest.activationEvents.join(),
   );
 });
