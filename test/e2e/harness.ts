@@ -118,6 +118,8 @@ export interface CodeServerOptions {
   env?: Record<string, string>;
   /** User settings (merged over quiet defaults). */
   settings?: Record<string, unknown>;
+  /** An extensions dir of its own (e.g. with a test-only extension beside ours); default: the shared one run.sh installed into. */
+  extensionsDir?: string;
 }
 
 const quietSettings = {
@@ -175,7 +177,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<CodeServ
       '--user-data-dir',
       userData,
       '--extensions-dir',
-      env.extensionsDir,
+      opts.extensionsDir ?? env.extensionsDir,
       '--disable-telemetry',
       '--disable-update-check',
       '--disable-getting-started-override',
