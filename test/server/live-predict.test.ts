@@ -35,6 +35,8 @@ let dap: DapClient;
 let threadId = 1;
 /** Every DAP request the server sent into the session, in order. */
 const sent: { command: string; args: unknown }[] = [];
+/** How many times the server asked the client to refresh its lenses (it does after each resume and after handling each stop). */
+let refreshes = 0;
 /** How the model answers now (a test sets it). */
 let reply: (body: Record<string, unknown> | undefined) => Reply | Promise<Reply> = () => ({ text: '' });
 
@@ -128,6 +130,10 @@ before(async () => {
   await dap.request('configurationDone', {});
   await launched;
   threadId = (await first).body.threadId ?? 1;
+  server.connection.onRequest('workspace/codeLens/refresh', () => {
+    refreshes += 1;
+    return null;
+  });
   // The extension's side of execverify/dap: the session's own requests (customRequest in VS Code).
   server.connection.onRequest('execverify/dap', async (p: { sessionId: string; command: string; args?: unknown }) => {
     sent.push({ command: p.command, args: p.args });
@@ -256,7 +262,30 @@ test('a step while the model is still answering: judged against the stop that fo
   assert.match(verdict.text, /✓ x = 1/);
 });
 
+test('stepping into a call keeps waiting, the prediction drawn; the verdict comes at the line after the call', async () => {
+  reply = answer(8, { total: ['2', 'int'], x: ['1', 'int'] });
+  const p = await predict();
+  assert.equal(p.line, 9);
+  const from = server.notifications.length;
+  const lines: number[] = [];
+  for (const how of ['stepIn', 'next', 'next', 'next', 'next', 'next'] as const) {
+    const handled = refreshes + 2; // the resume's lens refresh, then the stop's, once the server has handled it
+    lines.push(await step(how));
+    await until(async () => (refreshes >= handled ? true : undefined), `the server handling the stop at line ${lines.at(-1)}`);
+    if (inline().some((i) => i.kind === 'verdict' && i.line === 9)) break;
+  }
+  assert.equal(lines[0], 2, 'into helper');
+  assert.equal(lines.at(-1), 8, `judged at the loop's next line (stops: ${lines.join(', ')})`);
+  const verdicts = server.notifications
+    .slice(from)
+    .filter((n) => n.method === 'execverify/inline')
+    .flatMap((n) => InlineResultsSchema.parse(n.params).items.filter((i) => i.kind === 'verdict' && i.line === 9));
+  assert.ok(verdicts.length > 0);
+  for (const v of verdicts) assert.match(v.text, /^✓ next line 8 .*✓ total = 2/, 'never judged at a stop inside the call');
+});
+
 test('resumed with continue: every answer unknown, drawn as neither ✓ nor ✗', async () => {
+  assert.equal(await step('next'), 9, 'the loop again, x = 2');
   await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: 6 }, { line: 10 }] });
   reply = answer(8, { total: ['2', 'int'] });
   const p = await predict();
