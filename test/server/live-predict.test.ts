@@ -35,6 +35,8 @@ let dap: DapClient;
 let threadId = 1;
 /** Every DAP request the server sent into the session, in order. */
 const sent: { command: string; args: unknown }[] = [];
+/** What the client answers to workspace/configuration; a test changes it and sends didChangeConfiguration. */
+const settings: Record<string, unknown> = {};
 /** How many times the server asked the client to refresh its lenses (it does after each resume and after handling each stop). */
 let refreshes = 0;
 /** How the model answers now (a test sets it). */
@@ -103,7 +105,7 @@ before(async () => {
   server = await startServer({
     rootPath: ws,
     initializationOptions: { inline: 'notifications' },
-    settings: { baseUrl: model.url, model: 'm', requestTimeoutMs: 60_000 },
+    settings: Object.assign(settings, { baseUrl: model.url, model: 'm', requestTimeoutMs: 60_000 }),
     env: { EXECVERIFY_API_KEY: KEY },
   });
   await server.open(PROGRAM, readFileSync(PROGRAM, 'utf8'));
@@ -296,6 +298,28 @@ test('resumed with continue: every answer unknown, drawn as neither ✓ nor ✗'
   assert.match(verdict.text, /^\? next line unknown/);
   assert.doesNotMatch(verdict.text, /[✓✗]/);
   await assert.rejects(server.connection.sendRequest('execverify/addSample', { runId: p.runId }), /unknown/);
+});
+
+test('no endpoint set: the baseline answers, labelled as such, with a notice; it is judged as any answer', async () => {
+  const endpoint = settings.baseUrl;
+  settings.baseUrl = '';
+  await server.connection.sendNotification('workspace/didChangeConfiguration', { settings: {} });
+  try {
+    const asked = model.requests.length;
+    const p = await predict();
+    assert.equal(p.line, 10);
+    assert.equal(p.answerer.kind, 'baseline');
+    assert.equal(model.requests.length, asked, 'no model was asked');
+    const shown = await until(async () => inline().find((i) => i.kind === 'predictedValue' && i.line === 10), 'the baseline prediction');
+    assert.match(shown.text, /^baseline predicts:/);
+    assert.ok(server.notifications.some((n) => n.method === 'execverify/notice' && /baseline/.test((n.params as { message: string }).message)));
+    await step('next'); // `return total`: the frame returns into main
+    const verdict = await verdictAt(10);
+    assert.match(verdict.text, /[✓✗] returns|[✓✗] next line/);
+  } finally {
+    settings.baseUrl = endpoint;
+    await server.connection.sendNotification('workspace/didChangeConfiguration', { settings: {} });
+  }
 });
 
 test('the session ends while the model is answering: a clear error, nothing drawn, the server goes on', async () => {
