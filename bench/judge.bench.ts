@@ -5,12 +5,14 @@
 // Run: npm run bench:judge  (not part of the test suite; prints numbers).
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import { join } from 'node:path';
 import { TracerPool } from '../src/engine/trace/runner';
 import { JudgeClient, type JudgeItem } from '../src/engine/judge/client';
 
 const STATE_ANSWERS = 100_000;
 const EXPR_ANSWERS = 4_000;
 const BATCH = 5_000;
+const OFFICIAL_ANSWERS = 20_000;
 
 function stateItems(n: number): JudgeItem[] {
   // A realistic mix: ints, strings, lists, dicts, floats, None, Nil, wrong types.
@@ -27,6 +29,28 @@ function stateItems(n: number): JudgeItem[] {
   return Array.from({ length: n }, (_, i) => {
     const [answer, truth] = shapes[i % shapes.length]!;
     return { kind: 'state' as const, answer, truth };
+  });
+}
+
+// CRUXEval's own programs and reference outputs, judged by the official rule
+// (`assert expected == answer` after the code): a literal answer to a program
+// that only defines functions needs no process (expr_eval: what the child would
+// say, said by the judge); `[answer][0]`, the same value but no literal, goes
+// to a child as any expression does.
+const CRUX = join(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
+
+function officialItems(n: number, wrap: boolean): JudgeItem[] {
+  const rows = readFileSync(CRUX, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as { code: string; input: string; output: string });
+  return Array.from({ length: n }, (_, i) => {
+    const r = rows[i % rows.length]!;
+    return {
+      kind: 'output' as const,
+      answer: wrap ? `[${r.output}][0]` : r.output,
+      truth: { scorer: 'cruxeval', code: r.code, input: r.input, expected: r.output },
+    };
   });
 }
 
@@ -101,6 +125,8 @@ async function main() {
       await old.close();
     }
     const again = await rate(pool, pid, exprItems(EXPR_ANSWERS));
+    const literal = await rate(pool, pid, officialItems(OFFICIAL_ANSWERS, false));
+    const wrapped = await rate(pool, pid, officialItems(EXPR_ANSWERS, true));
     const single = performance.now();
     for (let i = 0; i < 50; i++) await judge.judge(exprItems(1)[0]!);
     const singleRate = 50 / ((performance.now() - single) / 1000);
@@ -123,7 +149,15 @@ async function main() {
       `${'  (b) answer host, fork per answer'.padEnd(40)} ${Math.round(forked.perSecond).toLocaleString('en-US').padStart(9)}/s   (EXECVERIFY_PREFORK=off, the design before the fork server)`,
     );
     console.log(`${'  (one expression per request, 1 fork each)'.padEnd(40)} ${Math.round(singleRate).toLocaleString('en-US').padStart(9)}/s`);
-    console.log(`correct: state ${state.correct}/${STATE_ANSWERS}, expressions ${expr.correct}/${EXPR_ANSWERS}`);
+    console.log(
+      `${`CRUXEval official, literal answers (${OFFICIAL_ANSWERS.toLocaleString('en-US')})`.padEnd(40)} ${Math.round(literal.perSecond).toLocaleString('en-US').padStart(9)}/s   (no process: a literal against a program of defs)`,
+    );
+    console.log(
+      `${`  the same as [answer][0] (${EXPR_ANSWERS})`.padEnd(40)} ${Math.round(wrapped.perSecond).toLocaleString('en-US').padStart(9)}/s   (each in its own sandboxed child)`,
+    );
+    console.log(
+      `correct: state ${state.correct}/${STATE_ANSWERS}, expressions ${expr.correct}/${EXPR_ANSWERS}, official literals ${literal.correct}/${OFFICIAL_ANSWERS}, wrapped ${wrapped.correct}/${EXPR_ANSWERS}`,
+    );
   } finally {
     await pool.close();
   }

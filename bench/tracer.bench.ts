@@ -151,6 +151,16 @@ async function partA(rows: Row[]): Promise<string[]> {
   const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)]!;
   const s = (ms: number) => (ms / 1000).toFixed(2);
   const naiveMed = med(naiveMs);
+  // The floor under the target row, in CPU time per job of every process
+  // (bench/tracer_floor.py): what a fresh child per job costs before it traces.
+  const floor = JSON.parse(await run([join(__dirname, 'tracer_floor.py'), jobsFile])) as Record<string, number>;
+  const cores = availableParallelism();
+  const ms = (x: number | undefined) => (x ?? NaN).toFixed(2);
+  const floorRows = [
+    `    floor, CPU ms per job of every process (bench/tracer_floor.py, kernel-counted): naive in-process ${ms(floor.naive_ms)}; fork + exit of a bare python ${ms(floor.bare_fork_ms)}, of a worker-sized one ${ms(floor.server_fork_ms)}`,
+    `      an empty isolated job (forked ahead, set up, limits + seccomp, gone) ${ms(floor.empty_ms)} (${Math.round(floor.empty_faults ?? NaN)} page faults); a traced CRUXEval job ${ms(floor.trace_ms)} (${Math.round(floor.trace_faults ?? NaN)}); the fork server ${Math.round(floor.server_faults ?? NaN)} faults per fork`,
+    `      => ours / naive cannot go below empty / (${cores} cores x naive) = ${((floor.empty_ms ?? NaN) / (cores * (floor.naive_ms ?? NaN))).toFixed(1)} with a fresh child per job (traced: ${((floor.trace_ms ?? NaN) / (cores * (floor.naive_ms ?? NaN))).toFixed(1)})`,
+  ];
   return [
     `(a) CRUXEval, ${rows.length} programs end to end (${ours.steps} events; pool of ${availableParallelism()} workers; ${rounds} interleaved rounds, medians)`,
     `    naive in-process (settrace, repr all, no isolation)           ${s(naiveMed)} s  [${s(last.pythonMs)} s inside Python; rounds ${naiveMs.map(s).join(' ')}]`,
@@ -165,6 +175,7 @@ async function partA(rows: Row[]): Promise<string[]> {
     `    ours, traceMany again on the warm pool (no start-up)           ${s(warmMs)} s   ratio ${(warmMs / naiveMed).toFixed(2)}   (informative; the target is the cold row)`,
     `    the engine's own share: JSON.parse + validation + decode of the ${rows.length} traces, no Python   ${s(engineMs)} s   ratio ${(engineMs / naiveMed).toFixed(2)} by itself`,
     `    return values equal to the naive run              ${agree} / ${rows.length}`,
+    ...floorRows,
   ];
 }
 

@@ -106,12 +106,78 @@ def _official_judge(expected: Any) -> Any:
         if not d.plain:
             reason = "value_too_large" if d.problem == "too_large" else "not_a_plain_value"
             return _verdict(False, reason, type=d.type_name)
-        try:
-            same = bool(expected == d.value)
-        except Exception:  # RecursionError on deep values, as the official assert would raise
-            same = False
-        return _verdict(same, "assert_passed" if same else "assert_failed")
+        return _official_verdict(expected, d.value)
     return judge
+
+
+def _official_verdict(expected: Any, value: Any) -> Dict[str, Any]:
+    try:
+        same = bool(expected == value)
+    except Exception:  # RecursionError on deep values, as the official assert would raise
+        same = False
+    return _verdict(same, "assert_passed" if same else "assert_failed")
+
+
+# -- official answers that need no process ------------------------------------
+# `{code}\nassert {expected} == {answer}` runs nothing of an answer that is a
+# literal: its value is what the literal says, and when the code only defines
+# functions (no decorator, default or annotation that would run), running it
+# binds names and nothing else, so the assertion is `expected == literal`.
+# Most CRUXEval output answers are such literals; they are judged here,
+# without a child, exactly as the child would judge them.
+
+_LITERAL_NODES = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp, ast.USub,
+                  ast.UAdd, ast.Add, ast.Sub, ast.Load)
+_LITERAL_DEPTH = 100  # deeper: the child's (plain_value bounds the depth of what it sends)
+
+
+def _literal_node(node: ast.AST, depth: int = 0) -> bool:
+    if depth > _LITERAL_DEPTH or not isinstance(node, _LITERAL_NODES):
+        return False
+    return all(_literal_node(n, depth + 1) for n in ast.iter_child_nodes(node))
+
+
+def _strict_literal(src: str) -> Tuple[bool, Any]:
+    """(True, value) when `src` is a Python literal in the strict sense
+    (ast.literal_eval's, less names and calls such as `set()` and `inf`,
+    which the code could define); else (False, None)."""
+    try:
+        node = ast.parse(src.strip(), mode="eval").body
+        if not _literal_node(node):
+            return False, None
+        return True, ast.literal_eval(node)
+    except Exception:  # SyntaxError, a literal too long to read: the child's to say
+        return False, None
+
+
+def _inert_code(src: str, cache: Dict[str, bool]) -> bool:
+    """Whether running `src` only defines functions: every statement a def
+    with no decorator, annotation or non-literal default (a docstring and
+    `pass` too), and the whole compiles (nonlocal, duplicate arguments...)."""
+    if src in cache:
+        return cache[src]
+    ok = False
+    try:
+        tree = ast.parse(src)
+        ok = all(_inert_statement(n) for n in tree.body)
+        if ok:
+            compile(src, "<code>", "exec")
+    except Exception:
+        ok = False
+    cache[src] = ok
+    return ok
+
+
+def _inert_statement(node: ast.AST) -> bool:
+    if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+        return True
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list or node.returns:
+        return False
+    a = node.args
+    if any(x.annotation is not None for x in list(getattr(a, "posonlyargs", [])) + a.args + a.kwonlyargs
+           + [v for v in (a.vararg, a.kwarg) if v is not None]):
+        return False
+    return all(_literal_node(d) for d in list(a.defaults) + [k for k in a.kw_defaults if k is not None])
 
 
 def _segment(src: str, node: ast.AST) -> Optional[str]:
@@ -168,6 +234,7 @@ def _timeout(item: Dict[str, Any], default: float) -> float:
 def _prepare(items: List[Dict[str, Any]], timeout_s: float,
              results: List[Optional[Dict[str, Any]]]) -> List[_Probe]:
     probes: List[_Probe] = []
+    inert: Dict[str, bool] = {}  # code -> whether it only defines functions (_inert_code)
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("answer"), str):
             results[i] = _verdict(False, "bad_item")
@@ -184,6 +251,10 @@ def _prepare(items: List[Dict[str, Any]], timeout_s: float,
                 # Not a literal (rare in a dataset): the expected side is itself
                 # evaluated in a child of its own (it is data, not an answer).
                 probes.append(_Probe(i, code, exp_src, t, ("expected", expr)))
+                continue
+            literal, value = _strict_literal(expr)
+            if literal and _strict_literal(exp_src)[0] and _inert_code(code, inert):
+                results[i] = _official_verdict(expected, value)  # what the child would say, without one
                 continue
             probes.append(_Probe(i, code, expr, t, _official_judge(expected)))
         else:
