@@ -16,6 +16,7 @@ import { DapClient } from '../../src/engine/dap/client';
 import { stopProcessGroup } from '../../src/engine/dap/stops';
 import { LiveFollower } from '../../src/engine/live/follow';
 import { TraceSchema } from '../../src/engine/trace/schema';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { TraceResultSchema } from '../../src/server/protocol';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
@@ -39,8 +40,11 @@ interface Session {
   threadId: number;
   /** Every DAP request the server sent into the session. */
   sent: string[];
-  /** The program's stdout, as debugpy forwards it. */
+  /** The program's stdout and stderr, as debugpy forwards them. */
   stdout: () => string;
+  stderr: () => string;
+  /** Runs before the editor forwards a request the server sent (a test holds or cancels there). */
+  before?: (command: string) => Promise<void>;
 }
 
 let server: ServerUnderTest;
@@ -57,8 +61,10 @@ async function startSession(id: string, python: string, env: NodeJS.ProcessEnv):
   const adapter = spawn(python, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
   const dap = new DapClient(adapter.stdout!, adapter.stdin!);
   let out = '';
+  let err = '';
   dap.on('output', (e: DebugProtocol.OutputEvent) => {
     if (e.body.category === 'stdout') out += e.body.output;
+    if (e.body.category === 'stderr') err += e.body.output;
   });
   await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
   const initialized = dap.waitFor('initialized');
@@ -85,7 +91,7 @@ async function startSession(id: string, python: string, env: NodeJS.ProcessEnv):
   await dap.request('configurationDone', {});
   await launched;
   const threadId = (await first).body.threadId ?? 1;
-  const session: Session = { id, adapter, dap, threadId, sent: [], stdout: () => out };
+  const session: Session = { id, adapter, dap, threadId, sent: [], stdout: () => out, stderr: () => err };
   sessions.set(id, session);
   // The tracker sees the requests the editor sends on the server's behalf (customRequest) like any other.
   session.sent.push = (...commands: string[]) => {
@@ -105,6 +111,7 @@ before(async () => {
   server.connection.onRequest('execverify/dap', async (p: { sessionId: string; command: string; args?: unknown }) => {
     const s = sessions.get(p.sessionId);
     if (!s) throw new Error('the debug session has ended');
+    await s.before?.(p.command);
     s.sent.push(p.command);
     return s.dap.request(p.command, p.args);
   });
@@ -166,4 +173,30 @@ test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an 
   await server.connection.sendNotification('execverify/liveEnded', { sessionId: 'c' });
   await assert.rejects(record('c'), said(/^Cannot record from here: the debug session has ended$/));
   await assert.rejects(server.connection.sendRequest('execverify/recordFromHere', { session: 'x' }), /sessionId/);
+});
+
+test('cancelled at a breakpoint inside the call: the request ends as cancelled, the program runs on unharmed', async () => {
+  const s = await startSession('cancel', python312(), { ...process.env, PYTHONPATH: work });
+  await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
+  const cancel = new CancellationTokenSource();
+  const recording = server.connection.sendRequest('execverify/recordFromHere', { sessionId: s.id }, cancel.token);
+  const outcome = recording.then(
+    () => 'recorded',
+    (e: Error & { data?: { code?: string } }) => e.data?.code ?? e.message,
+  );
+  let continues = 0;
+  // The second `continue` comes at the breakpoint inside the call: the user cancels there; the editor forwards it once the request has ended.
+  s.before = async (command) => {
+    if (command !== 'continue' || ++continues !== 2) return;
+    cancel.cancel();
+    await outcome;
+    // The user runs the program on to its end: no breakpoint stops it any more.
+    await s.dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [] });
+  };
+  const ended = s.dap.waitFor('terminated');
+  assert.equal(await outcome, 'cancelled');
+  // The recorder in the program ends with the call and writes nowhere: the program goes on to its end as it would.
+  await ended;
+  assert.match(s.stdout(), /\(14, 'sum=14'\)/);
+  assert.doesNotMatch(s.stderr(), /Traceback|Error/);
 });
