@@ -70,6 +70,9 @@ function exprItems(n: number): JudgeItem[] {
 /** CPU seconds the worker process has used so far (Linux /proc; undefined elsewhere). */
 function workerCpuS(pid: number): number | undefined {
   try {
+    // ping's pid is the worker's inside its sandbox (a PID namespace of its
+    // own): here it may name another process, whose CPU would be no measure
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('execverify.worker')) return undefined;
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)

@@ -159,7 +159,7 @@ async function partA(rows: Row[]): Promise<string[]> {
   const floorRows = [
     `    floor, CPU ms per job of every process (bench/tracer_floor.py, kernel-counted): naive in-process ${ms(floor.naive_ms)}; fork + exit of a bare python ${ms(floor.bare_fork_ms)}, of a worker-sized one ${ms(floor.server_fork_ms)}`,
     `      an empty isolated job (forked ahead, set up, limits + seccomp, gone) ${ms(floor.empty_ms)} (${Math.round(floor.empty_faults ?? NaN)} page faults); a traced CRUXEval job ${ms(floor.trace_ms)} (${Math.round(floor.trace_faults ?? NaN)}); the fork server ${Math.round(floor.server_faults ?? NaN)} faults per fork`,
-    `      => ours / naive cannot go below empty / (${cores} cores x naive) = ${((floor.empty_ms ?? NaN) / (cores * (floor.naive_ms ?? NaN))).toFixed(1)} with a fresh child per job (traced: ${((floor.trace_ms ?? NaN) / (cores * (floor.naive_ms ?? NaN))).toFixed(1)})`,
+    `      => with a fresh child per job, ours / naive cannot go below ${rows.length} x empty / ${cores} cores / naive's ${s(naiveMed)} s = ${((rows.length * (floor.empty_ms ?? NaN)) / cores / naiveMed).toFixed(1)} (${rows.length} traced jobs' CPU alone: ${((rows.length * (floor.trace_ms ?? NaN)) / cores / naiveMed).toFixed(1)})`,
   ];
   return [
     `(a) CRUXEval, ${rows.length} programs end to end (${ours.steps} events; pool of ${availableParallelism()} workers; ${rounds} interleaved rounds, medians)`,
