@@ -163,19 +163,121 @@ def score_store(store: str, responses_file: str, out_file: str, pool: JudgePool)
     return len(rows)
 
 
+# ------------------------------------------------------------ scoring a dataset: a Ray Data pipeline
+
+TRUTH_COLUMNS = ("reward_model", "ground_truth", "label")  # verl's struct, TRL's column, OpenRLHF's
+
+
+class JudgeBatch(object):
+    """A Ray Data actor (map_batches): one sandboxed judge worker, kept for the actor's life. A batch
+    (a pyarrow Table) comes back with its columns unchanged and the reward columns appended."""
+
+    def __init__(self, truth_column: str, response_column: str, options: Optional[Dict[str, Any]] = None) -> None:
+        from execverify import worker_client
+
+        self.client = worker_client.WorkerClient()
+        self.truth_column = truth_column
+        self.response_column = response_column
+        self.options = options or {}
+
+    def __call__(self, table: Any) -> Any:
+        import pyarrow as pa  # type: ignore[import-untyped]  # installed with ray[data]
+
+        from execverify.reward_server import score_of
+
+        truths = table.column(self.truth_column).combine_chunks()
+        if pa.types.is_struct(truths.type):  # verl: reward_model = {style, ground_truth}
+            truths = truths.field("ground_truth")
+        items = [{"ground_truth": gt, "response": r}
+                 for gt, r in zip(truths.to_pylist(), table.column(self.response_column).to_pylist())]
+        res = self.client.request("reward_batch", {"items": items, "options": self.options},
+                                  timeout_s=60.0 + 4.0 * len(items))
+        scores = list(res["scores"])
+        columns = {
+            "reward": pa.array([float(s["reward"]) for s in scores], pa.float64()),
+            "score": pa.array([score_of(s) for s in scores], pa.float64()),
+            "r_io": pa.array([s.get("r_io") for s in scores], pa.float64()),
+            "r_white": pa.array([s.get("r_white") for s in scores], pa.float64()),
+            "gated": pa.array([s.get("gated") for s in scores], pa.string()),
+            "label_error": pa.array([s.get("error") for s in scores], pa.string()),
+        }
+        for name, values in columns.items():
+            table = table.append_column(name, values)
+        return table
+
+
+def score_dataset(paths: Sequence[str], out_dir: str, truth_column: Optional[str] = None,
+                  response_column: str = "response", actors: int = 0, batch_size: int = DEFAULT_BATCH,
+                  **kwargs: Any) -> int:
+    """Score every row of a Parquet or JSONL dataset (files or directories: an export with the policy's
+    responses in `response_column`) with a Ray Data pipeline — read, map_batches over `actors` judge
+    actors, write Parquet — into `out_dir`, which appears whole (written under a temporary name, then
+    renamed) with the input's columns and rows, in order, plus reward, score, r_io, r_white, gated and
+    label_error: what reward.score_batch gives. `kwargs` are compute_score's (alpha, gating, ...).
+    Returns the number of rows."""
+    _ray()  # installed, or a clear message
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import ray.data
+
+    if os.path.exists(out_dir):
+        raise SystemExit("%s exists: give a new directory for the scored dataset" % out_dir)
+    files = [os.path.join(d, f) for d in paths if os.path.isdir(d) for f in sorted(os.listdir(d))] + \
+        [f for f in paths if not os.path.isdir(f)]
+    if not files:
+        raise SystemExit("no input files in %s" % ", ".join(paths))
+    parquet = all(f.endswith(".parquet") for f in files)
+    if not parquet and not all(f.endswith((".jsonl", ".json")) for f in files):
+        raise SystemExit("give Parquet (.parquet) or JSONL (.jsonl) files, not a mix: %s" % ", ".join(files[:5]))
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # rows come out in the order they went in
+    ds = ray.data.read_parquet(files) if parquet else ray.data.read_json(files)
+    names = list(ds.schema().names)
+    truth = truth_column or next((c for c in TRUTH_COLUMNS if c in names), None)
+    if truth not in names:
+        raise SystemExit("no ground-truth column (%s) in %s; name it with --truth-column"
+                         % (truth_column or " / ".join(TRUTH_COLUMNS), ", ".join(names)))
+    if response_column not in names:
+        raise SystemExit("no response column %r in %s; name it with --response-column" % (response_column, ", ".join(names)))
+    taken = [c for c in ("reward", "score", "r_io", "r_white", "gated", "label_error") if c in names]
+    if taken:
+        raise SystemExit("the input already has reward columns (%s): score the unscored dataset" % ", ".join(taken))
+    # The judge actors hold one CPU each for the whole run; the read and write tasks need CPUs too
+    # (with every CPU held by an actor, a 2-CPU Ray waited for ever): leave them one.
+    n = actors or max(1, int(ray.available_resources().get("CPU", 2)) - 1)
+    scored = ds.map_batches(JudgeBatch, fn_constructor_kwargs={"truth_column": truth, "response_column": response_column,
+                                                               "options": _reward._options_from_kwargs(kwargs)},
+                            batch_size=batch_size, batch_format="pyarrow", concurrency=n, num_cpus=1)
+    tmp = "%s.tmp-%d" % (out_dir.rstrip("/"), os.getpid())
+    scored.write_parquet(tmp)
+    rows = sum(pq.ParquetFile(os.path.join(tmp, f)).metadata.num_rows for f in os.listdir(tmp) if f.endswith(".parquet"))
+    os.rename(tmp, out_dir)
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m execverify.ray_reward", description="Score a store's responses on Ray.")
-    p.add_argument("--store", required=True, help="a harvest store (DIR or DIR/samples.jsonl)")
-    p.add_argument("--responses", required=True, help='JSONL: {"id": sample id, "response": text} per line')
-    p.add_argument("--out", required=True, help="JSONL of rewards, one per response, in order")
+    p = argparse.ArgumentParser(prog="python -m execverify.ray_reward", description="Score responses on Ray: a "
+                                "store's (--store, --responses) or a dataset's (--data, a Ray Data pipeline).")
+    p.add_argument("--store", help="a harvest store (DIR or DIR/samples.jsonl)")
+    p.add_argument("--responses", help='JSONL: {"id": sample id, "response": text} per line')
+    p.add_argument("--data", nargs="+", help="Parquet or JSONL files or directories: an export with a response column")
+    p.add_argument("--truth-column", help="with --data: the ground truth (default: %s, the first there)"
+                   % " / ".join(TRUTH_COLUMNS))
+    p.add_argument("--response-column", default="response", help="with --data: the response (default response)")
+    p.add_argument("--out", required=True, help="JSONL of rewards, one per response, in order; with --data a new "
+                   "directory of Parquet files")
     p.add_argument("--address", default=None, help="Ray cluster address (default: a local Ray)")
     p.add_argument("--actors", type=int, default=0, help="judge actors (default: one per CPU)")
     p.add_argument("--batch", type=int, default=DEFAULT_BATCH)
     args = p.parse_args(argv)
+    if bool(args.data) == bool(args.store or args.responses) or bool(args.store) != bool(args.responses):
+        p.error("give --store and --responses, or --data")
     ray = _ray()
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
     try:
-        n = score_store(args.store, args.responses, args.out, JudgePool(args.actors, args.batch))
+        if args.data:
+            n = score_dataset(args.data, args.out, args.truth_column, args.response_column, args.actors, args.batch)
+        else:
+            n = score_store(args.store, args.responses, args.out, JudgePool(args.actors, args.batch))
     finally:
         ray.shutdown()
     sys.stdout.write("scored %d responses -> %s\n" % (n, args.out))

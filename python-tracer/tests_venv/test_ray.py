@@ -239,3 +239,71 @@ def test_the_cli_harvest_executor_ray_merges_the_projects_into_one_store(local_r
     assert (summary["projects"], summary["failed"]) == (2, [])
     ids = ray_harvest._ids_in(os.path.join(out, "samples.jsonl"))
     assert ids == sorted(local_ids[0]) + sorted(local_ids[2])
+
+
+def _verl_table(labels, responses):
+    """verl's export columns (docs/dataset-formats.md), plus the policy's response for each row."""
+    import pyarrow as pa
+
+    n = len(labels)
+    return pa.table({
+        "data_source": ["execverify/demo"] * n,
+        "prompt": [[{"role": "user", "content": "predict %d" % i}] for i in range(n)],
+        "ability": ["code_execution_reasoning"] * n,
+        "reward_model": [{"style": "rule", "ground_truth": gt} for gt in labels],
+        "extra_info": [{"index": i, "id": "s%d" % i} for i in range(n)],
+        "response": responses,
+    })
+
+
+def test_a_verl_export_is_scored_by_a_ray_data_pipeline_and_read_back_by_pyarrow(local_ray, tmp_path):
+    import pyarrow.parquet as pq
+
+    labels, responses = _pairs()
+    labels += ["not json", json.dumps({"schema": "other"})]  # label errors score 0, never fail the run
+    responses += ["x", None]
+    table = _verl_table(labels, responses)
+    (tmp_path / "in").mkdir()
+    half = len(labels) // 2
+    pq.write_table(table.slice(0, half), str(tmp_path / "in" / "train-00000-of-00002.parquet"))
+    pq.write_table(table.slice(half), str(tmp_path / "in" / "train-00001-of-00002.parquet"))
+    n = ray_reward.score_dataset([str(tmp_path / "in")], str(tmp_path / "out"), batch_size=100)  # 1 actor of 2 CPUs
+    assert n == len(labels)
+    assert not [p for p in os.listdir(str(tmp_path)) if ".tmp-" in p]  # the directory appeared whole
+    out = pq.read_table(str(tmp_path / "out"))
+    # The input's columns and rows, unchanged and in order; then compute_score's reward of each row.
+    assert out.select(table.column_names).equals(table)
+    expected = [reward.score(gt, r) for gt, r in zip(labels, responses)]
+    assert out.column("reward").to_pylist() == [reward.compute_score("d", r, gt) for gt, r in zip(labels, responses)]
+    assert out.column("r_white").to_pylist() == [s.get("r_white") for s in expected]
+    assert out.column("gated").to_pylist() == [s.get("gated") for s in expected]
+    assert [e is not None for e in out.column("label_error").to_pylist()] == [False] * (len(labels) - 2) + [True] * 2
+    assert all(0.0 <= s <= 1.0 for s in out.column("score").to_pylist())
+    assert len(set(out.column("reward").to_pylist())) >= 3
+    with pytest.raises(SystemExit, match="exists"):  # never written over
+        ray_reward.score_dataset([str(tmp_path / "in")], str(tmp_path / "out"))
+
+
+def test_the_cli_scores_a_trl_jsonl_export_with_ray_data(local_ray, tmp_path):
+    import pyarrow.parquet as pq
+
+    labels, responses = _pairs()
+    labels, responses = labels[:200], responses[:200]
+    with open(str(tmp_path / "train.jsonl"), "w") as fh:
+        for i, (gt, r) in enumerate(zip(labels, responses)):
+            fh.write(json.dumps({"prompt": [{"role": "user", "content": "p"}], "ground_truth": gt,
+                                 "sample_id": "s%d" % i, "completion": r}) + "\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python-tracer"))
+    base = [sys.executable, "-m", "execverify.ray_reward", "--address", ray.get_runtime_context().gcs_address,
+            "--data", str(tmp_path / "train.jsonl"), "--actors", "1"]
+    proc = subprocess.run(base + ["--out", str(tmp_path / "bad")], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert proc.returncode != 0 and "no response column 'response'" in proc.stderr, proc.stderr[-2000:]
+    assert not os.path.exists(str(tmp_path / "bad"))
+    proc = subprocess.run(base + ["--response-column", "completion", "--out", str(tmp_path / "scored")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "scored 200 responses" in proc.stdout
+    out = pq.read_table(str(tmp_path / "scored"))
+    assert out.column("sample_id").to_pylist() == ["s%d" % i for i in range(200)]
+    assert out.column("reward").to_pylist() == [reward.compute_score("d", r, gt) for gt, r in zip(labels, responses)]
