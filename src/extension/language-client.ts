@@ -27,7 +27,8 @@ export function registerLanguageClient(
   const run = { module, transport: TransportKind.stdio, options: { env: serverEnvironment(undefined) } };
   const serverOptions: ServerOptions = { run, debug: run };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ language: 'python' }],
+    // C files for the live lldb session's "Predict next step" lens only (the server scans Python files alone).
+    documentSelector: [{ language: 'python' }, { language: 'c' }],
     synchronize: { configurationSection: 'execverify' },
     outputChannel: deps.outputChannel,
     initializationOptions: () => initializationOptions(vscode.workspace.isTrusted),

@@ -259,7 +259,8 @@ export class EngineServer {
 
   private scanned(uri: string): { functions: PyFunction[]; tests: PythonTest[] } {
     const doc = this.documents.get(uri);
-    if (!doc) return { functions: [], tests: [] };
+    // A C file is served for a live lldb session's lens: it has no Python functions or tests.
+    if (!doc || doc.languageId !== 'python') return { functions: [], tests: [] };
     const cached = this.lensCache.get(uri);
     if (cached && cached.version === doc.version) return cached;
     const source = doc.getText();

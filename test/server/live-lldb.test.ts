@@ -138,8 +138,24 @@ after(async () => {
   rmSync(ws, { recursive: true, force: true });
 });
 
-test('an lldb session through the editor flow: predicted at a breakpoint, judged at the next stop by the C rules, stored as a C sample', async () => {
+type Lens = { range: { start: { line: number } }; command?: { title: string; command: string } };
+
+test('an lldb session through the editor flow: the lens on the stopped C line, predicted there, judged at the next stop by the C rules, stored as a C sample', async () => {
+  await server.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'c', version: 1, text: readFileSync(SOURCE, 'utf8') } });
   await server.connection.sendNotification('execverify/liveStopped', stoppedNotice('function breakpoint'));
+  const lensesNow = async () => (await server.connection.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as Lens[];
+  const start = Date.now();
+  let lenses = await lensesNow();
+  while (lenses.length === 0 && Date.now() - start < PATIENCE) {
+    await new Promise((r) => setTimeout(r, 25));
+    lenses = await lensesNow();
+  }
+  assert.deepEqual(
+    lenses.map((l) => [l.range.start.line + 1, l.command?.title]),
+    [[14, 'Predict next step']],
+    'the live lens on the stopped line, and no Python lens in a C file',
+  );
+  sent.length = 0;
   reply = answer(15, { total: ['0', 'int'], n: ['2', 'int'] });
   const p = await predict();
   assert.equal(p.line, 14);
