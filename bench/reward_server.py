@@ -150,7 +150,8 @@ def _client_process(port: int, conns: int, requests: List[Tuple[bytes, List[int]
     got: Dict[int, float] = {}
     for o in out:
         got.update(o[2])
-    queue.put((lat, sum(o[1] for o in out), got, sum(o[3] for o in out)))
+    firsts = [o[0][0] for o in out if o[0]]  # each connection's first request: it waited to be accepted too
+    queue.put((lat, sum(o[1] for o in out), got, sum(o[3] for o in out), firsts))
 
 
 def build_requests(pairs: List[Tuple[str, str]], batch: int) -> List[Tuple[bytes, List[int]]]:
@@ -225,7 +226,9 @@ def load(port: int, reqs: List[Tuple[bytes, List[int]]], concurrency: int, procs
     got: Dict[int, float] = {}
     for r in results:
         got.update(r[2])
+    firsts = sorted(x for r in results for x in r[4])
     return {"rewards_per_s": sum(r[1] for r in results) / seconds,
+            "first_request_max_ms": 1000 * firsts[-1] if firsts else None,
             "p50_ms": 1000 * lat[len(lat) // 2] if lat else None,
             "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
             "requests": len(lat), "busy_503": sum(r[3] for r in results), "got": got}
@@ -250,15 +253,47 @@ def bad_requests(port: int) -> List[Tuple[str, int]]:
     return out
 
 
+def breakdown(pairs: List[Tuple[str, str]]) -> None:
+    """Per sample of a 64-sample /get_reward batch: what each step costs in one process — the steps
+    the server takes, and the pipe round trip a separate judge process would add."""
+    from execverify import jsonc, reward_server
+
+    batch = pairs[:64]
+    body = json.dumps({"query": ["p" + r for _, r in batch], "prompts": ["p"] * 64,
+                       "labels": [gt for gt, _ in batch]}).encode()
+    labels, responses = reward_server.parse_openrlhf(json.loads(body), 4096)
+    scores = reward.score_batch(labels, responses)
+    items = [{"ground_truth": gt, "response": r} for gt, r in zip(labels, responses)]
+    line, reply = jsonc.dumps({"items": items}), jsonc.dumps({"scores": scores})
+    steps = [("decode the request body", lambda: json.loads(body.decode())),
+             ("judge (reward.score_batch)", lambda: reward.score_batch(labels, responses)),
+             ("encode the answer", lambda: reward_server._json(reward_server.openrlhf_answer(scores))),
+             ("pipe: encode the items", lambda: jsonc.dumps({"items": items})),
+             ("pipe: decode the items", lambda: jsonc.loads(line)),
+             ("pipe: encode the scores (%d bytes a sample)" % (len(reply) // 64), lambda: jsonc.dumps({"scores": scores})),
+             ("pipe: decode the scores", lambda: jsonc.loads(reply))]
+    for name, fn in steps:
+        fn()
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 0.5:
+            fn()
+            n += 1
+        print("%-45s %7.2f us a sample" % (name, (time.perf_counter() - t0) / n / 64 * 1e6))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--client-procs", type=int, default=2)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "reward_server.json"))
+    ap.add_argument("--breakdown", action="store_true", help="only the per-sample cost of each step, in process")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     pairs = state_workload()
+    if args.breakdown:
+        breakdown(pairs)
+        return 0
     base, _, expected = in_process(pairs, args.seconds)
     print("workload: %d state-answer samples (%d questions); %d cores; server workers %d"
           % (len(pairs), sum(len(json.loads(gt)["questions"]) for gt, _ in pairs), cores, args.workers))
@@ -307,9 +342,11 @@ def main() -> int:
                       "per_core_vs_in_process": r["rewards_per_s"] / min(args.workers, cores) / here,
                       "per_cpu_s_vs_in_process": (r["rewards_per_s"] * args.seconds / cpu / here_cpu) if cpu else None})
             rows.append(r)
-            print("round %d  batch %3d  concurrency %2d  %6.0f rewards/s  p50 %7.2f ms  p99 %7.2f ms  503s %d  "
+            print("round %d  batch %3d  concurrency %2d  %6.0f rewards/s  p50 %7.2f ms  p99 %7.2f ms  "
+                  "first request max %7.2f ms  503s %d  "
                   "in-process %6.0f/s  per core / in-process %.2f  per CPU-s / in-process %.2f  RSS max %d KiB"
-                  % (rnd, batch, conc, r["rewards_per_s"], r["p50_ms"], r["p99_ms"], r["busy_503"], here,
+                  % (rnd, batch, conc, r["rewards_per_s"], r["p50_ms"], r["p99_ms"], r["first_request_max_ms"],
+                     r["busy_503"], here,
                      r["per_core_vs_in_process"], r["per_cpu_s_vs_in_process"] or 0.0, r["rss_kib_max"]))
             bad += bad_requests(port)
     finally:

@@ -821,9 +821,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", help="bearer token clients must send; prefer the %s environment variable "
                    "(a command line is visible to every user)" % TOKEN_ENV)
     p.add_argument("--workers", type=_positive, default=os.cpu_count() or 1,
-                   help="sandboxed judge workers (default: one per core)")
+                   help="server processes, each judging on its own core with its own sandboxed worker for "
+                   "expression answers (default: one per core)")
     p.add_argument("--queue", type=int, default=None,
-                   help="requests that may wait for a worker before 503 (default 64, or 4 per worker if more)")
+                   help="requests admitted beyond one per process before 503 (default 64, or 4 per process if more)")
     p.add_argument("--max-body", type=_positive, default=DEFAULT_MAX_BODY, help="largest body in bytes")
     p.add_argument("--max-batch", type=_positive, default=DEFAULT_MAX_BATCH, help="most samples in one request")
     p.add_argument("--max-connections", type=_positive, default=DEFAULT_MAX_CONNECTIONS)
