@@ -25,6 +25,7 @@ export interface RecordFromHereDeps {
 }
 
 export function registerRecordFromHere(context: vscode.ExtensionContext, deps: RecordFromHereDeps): void {
+  let recordings = 0;
   const recordFromHere = async (): Promise<string | undefined> => {
     try {
       if (!(await deps.trust.require('record from the debug session', RUNS_CODE))) return undefined;
@@ -33,8 +34,13 @@ export function registerRecordFromHere(context: vscode.ExtensionContext, deps: R
         void vscode.window.showInformationMessage('ExecVerify: stop your Python debug session at a line of the function first, then record from there.');
         return undefined;
       }
-      // The server shows the progress (cancellable) and records; the reply carries the adopted run and its trace.
-      const result = await deps.client.request(Methods.recordFromHere, { sessionId: stopped.sessionId }, TraceResultSchema);
+      // The recording runs until the call returns: a notification says so, and its Cancel cancels the request.
+      // The server reports into the request's own token instead of opening a second progress in the status bar.
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'ExecVerify: recording the rest of the call', cancellable: true },
+        (_progress, token) =>
+          deps.client.request(Methods.recordFromHere, { sessionId: stopped.sessionId, workDoneToken: `record-${++recordings}` }, TraceResultSchema, token),
+      );
       if (!result.trace) throw new Error('the engine did not return the recorded trace');
       // Saved (temp + rename) where the replay debugger reads trace files; the user can replay it again from there.
       const dir = (context.storageUri ?? context.globalStorageUri).fsPath;

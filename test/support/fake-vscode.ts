@@ -107,6 +107,12 @@ export enum ViewColumn {
   Beside = -2,
   One = 1,
 }
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
 export enum DecorationRangeBehavior {
   OpenOpen = 0,
   ClosedClosed = 1,
@@ -240,6 +246,8 @@ export const fake = {
   customRequests: [] as { command: string; args: unknown }[],
   /** registerDebugAdapterTrackerFactory's registrations: a test creates trackers from them as VS Code would. */
   trackerFactories: [] as { type: string; factory: any }[],
+  /** window.withProgress calls: their options, and the user's Cancel. */
+  progress: [] as { options: any; cancel(): void }[],
   emitters: {
     visibleEditors: new EventEmitter<FakeEditor[]>(),
     textChange: new EventEmitter<any>(),
@@ -276,6 +284,7 @@ export function resetFake(): void {
   fake.activeDebugSession = undefined;
   fake.customRequests = [];
   fake.trackerFactories = [];
+  fake.progress = [];
   for (const e of Object.values(fake.emitters)) e.dispose();
 }
 
@@ -316,6 +325,11 @@ function show(severity: ShownMessage['severity']) {
 }
 
 export const window = {
+  withProgress: async (options: any, task: (progress: { report(value: unknown): void }, token: any) => Promise<unknown>) => {
+    const source = new CancellationTokenSource();
+    fake.progress.push({ options, cancel: () => source.cancel() });
+    return task({ report: () => undefined }, source.token);
+  },
   createOutputChannel: (name: string) => ({
     name,
     appendLine: (l: string) => fake.outputLines.push(l),

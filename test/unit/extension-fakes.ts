@@ -26,8 +26,12 @@ export class FakeEngineClient implements EngineClient {
     });
   }
 
-  async request<T>(method: string, params: unknown, schema: ZodType<T>): Promise<T> {
+  /** The cancellation token each request came with, in order (undefined: none). */
+  readonly tokens: ({ isCancellationRequested: boolean } | undefined)[] = [];
+
+  async request<T>(method: string, params: unknown, schema: ZodType<T>, token?: { isCancellationRequested: boolean }): Promise<T> {
     this.requests.push({ method, params });
+    this.tokens.push(token);
     const h = this.handlers.get(method);
     if (!h) throw new EngineRequestError('internal', `no fake handler for ${method}`);
     return schema.parse(await h(params));

@@ -12,6 +12,7 @@ import { after, beforeEach, test } from 'node:test';
 import { activateExtension } from '../../src/extension/activation';
 import { TRACE_SCHEMA_VERSION, TraceSchema, type Trace } from '../../src/engine/trace/schema';
 import { fake, makeContext, makeDebugSession, resetFake } from '../support/fake-vscode';
+import { EngineRequestError } from '../../src/extension/engine-client';
 import { FakeEngineClient } from './extension-fakes';
 
 const ext = mkdtempSync(path.join(tmpdir(), 'ev-record-ext-'));
@@ -62,7 +63,12 @@ test('at a stop: recorded by the server, saved, and replayed in the execverify d
   const file = await run();
   assert.deepEqual(
     engine.requests.filter((r) => r.method === 'execverify/recordFromHere'),
-    [{ method: 'execverify/recordFromHere', params: { sessionId: 'py' } }],
+    [{ method: 'execverify/recordFromHere', params: { sessionId: 'py', workDoneToken: 'record-1' } }],
+  );
+  assert.deepEqual(
+    fake.progress.map((p) => p.options),
+    [{ location: 15, title: 'ExecVerify: recording the rest of the call', cancellable: true }],
+    'a cancellable notification while recording',
   );
   assert.ok(file && path.dirname(file) === path.join(ext, 'globalStorage'), String(file));
   assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), trace);
@@ -102,4 +108,19 @@ test("a refusal is the server's one line; without a stopped session nothing is a
   );
   assert.equal(fake.debugStarts.length, 0);
   assert.ok(!existsSync(path.join(ext, 'globalStorage', 'recorded-total-run-7.json.tmp')));
+});
+
+test("the notification's Cancel cancels the request: nothing shown, nothing replayed", async () => {
+  const engine = new FakeEngineClient();
+  engine.on('execverify/recordFromHere', () => {
+    fake.progress[0]!.cancel();
+    assert.equal(engine.tokens.at(-1)?.isCancellationRequested, true, 'the request carries the notification’s token');
+    throw new EngineRequestError('cancelled', 'Cancelled.');
+  });
+  const { tracker } = activate(engine);
+  tracker.onDidSendMessage(stopped);
+  const shown = fake.messages.length;
+  assert.equal(await run(), undefined);
+  assert.equal(fake.messages.length, shown, 'a cancel is silent');
+  assert.equal(fake.debugStarts.length, 0);
 });
