@@ -126,9 +126,12 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** Generous, and only to end a hung run with a failure (a session that never stops again): nothing here measures time. */
+const HUNG = { timeout: 300_000 };
+
 const record = (sessionId: string) => server.connection.sendRequest('execverify/recordFromHere', { sessionId });
 
-test('on 3.12: the rest of the stopped call is recorded beside debugpy, through breakpoints inside it, and adopted as a run', async () => {
+test('on 3.12: the rest of the stopped call is recorded beside debugpy, through breakpoints inside it, and adopted as a run', HUNG, async () => {
   const s = await startSession('py312', python312(), { ...process.env, PYTHONPATH: work });
   await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
   const ended = s.dap.waitFor('terminated');
@@ -155,7 +158,7 @@ test('on 3.12: the rest of the stopped call is recorded beside debugpy, through 
   assert.equal((begin.params as { value: { cancellable?: boolean } }).value.cancellable, true, 'cancellable');
 });
 
-test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an lldb session, in a session that is gone', async () => {
+test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an lldb session, in a session that is gone', HUNG, async () => {
   const s = await startSession('py311', VENV_PYTHON, process.env);
   await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
   await assert.rejects(
@@ -175,7 +178,7 @@ test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an 
   await assert.rejects(server.connection.sendRequest('execverify/recordFromHere', { session: 'x' }), /sessionId/);
 });
 
-test('cancelled at a breakpoint inside the call: the request ends as cancelled, the program runs on unharmed', async () => {
+test('cancelled at a breakpoint inside the call: the request ends as cancelled, the program runs on unharmed', HUNG, async () => {
   const s = await startSession('cancel', python312(), { ...process.env, PYTHONPATH: work });
   await server.connection.sendNotification('execverify/liveStopped', { sessionId: s.id, threadId: s.threadId, reason: 'breakpoint', debugType: 'debugpy' });
   const cancel = new CancellationTokenSource();
