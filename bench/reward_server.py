@@ -281,6 +281,24 @@ def breakdown(pairs: List[Tuple[str, str]]) -> None:
         print("%-45s %7.2f us a sample" % (name, (time.perf_counter() - t0) / n / 64 * 1e6))
 
 
+def soak(pid: int, port: int, pairs: List[Tuple[str, str]], args: Any) -> int:
+    """Memory over a longer run: the server processes' RSS (KiB) after each round must not climb."""
+    def server_processes() -> List[int]:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as fh:
+            return sorted(int(c) for c in fh.read().split())
+
+    for rnd in range(args.soak):
+        for batch in (1, 64):
+            load(port, build_requests(pairs, batch), 64, args.client_procs, args.seconds)
+        sizes = []
+        for p in server_processes():
+            with open("/proc/%d/status" % p) as fh:
+                sizes += [int(line.split()[1]) for line in fh if line.startswith("VmRSS:")]
+        print("round %2d  server processes' RSS (KiB): %s  whole tree %d" % (rnd + 1, " ".join(map(str, sizes)),
+                                                                            rss_kib(pid)))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=4.0)
@@ -288,6 +306,8 @@ def main() -> int:
     ap.add_argument("--client-procs", type=int, default=2)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "reward_server.json"))
     ap.add_argument("--breakdown", action="store_true", help="only the per-sample cost of each step, in process")
+    ap.add_argument("--soak", type=int, default=0, metavar="ROUNDS",
+                    help="only ROUNDS rounds of B=1 and B=64 at C=64, printing each server process's RSS after each")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     pairs = state_workload()
@@ -303,6 +323,12 @@ def main() -> int:
                                "--workers", str(args.workers)],
                               stdout=subprocess.PIPE, env=env)
     port = int(json.loads(server.stdout.readline())["listening"].rsplit(":", 1)[1])
+    if args.soak:
+        try:
+            return soak(server.pid, port, pairs, args)
+        finally:
+            server.terminate()
+            server.wait(60)
     rss: List[int] = []
     stop = threading.Event()
 

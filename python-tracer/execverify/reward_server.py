@@ -158,14 +158,13 @@ LATENCY_BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 RATE_RING = 16  # seconds of reward counts kept per process (the rate is over the last RATE_WINDOW_S)
 
 # One process's slot, in int64 fields.
-(F_READY, F_PID, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY, F_REWARDS, F_LATENCY_SUM_US,
- F_LATENCY_COUNT) = range(9)
-F_LATENCY = 9  # len(LATENCY_BOUNDS) + 1 buckets, the last one +Inf
+(F_READY, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY, F_REWARDS, F_LATENCY_SUM_US, F_LATENCY_COUNT) = range(8)
+F_LATENCY = 8  # len(LATENCY_BOUNDS) + 1 buckets, the last one +Inf
 F_RATE_SECOND = F_LATENCY + len(LATENCY_BOUNDS) + 1
 F_RATE_COUNT = F_RATE_SECOND + RATE_RING
 F_REQUESTS = F_RATE_COUNT + RATE_RING  # len(ENDPOINTS) × (len(CODES) + 1)
 SLOT_FIELDS = F_REQUESTS + len(ENDPOINTS) * (len(CODES) + 1)
-GAUGES = (F_READY, F_PID, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY)
+GAUGES = (F_READY, F_ADMITTED, F_QUEUED, F_CONNECTIONS, F_BUSY)
 
 
 class Board(object):
@@ -641,7 +640,6 @@ def serve_slot(slot: int, sock: socket.socket, board: Board, cfg: Config, ready_
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     board.clear_gauges(slot)
-    board.put(slot, F_PID, os.getpid())
     lane = Lane(board, slot)
     client = worker_client.install(SandboxWorker(lane))  # every expression answer of this process goes there
 
