@@ -184,7 +184,10 @@ test('at a function breakpoint: the stop read typed, a local only past its decla
   const { judged } = await askAndStep(stop, 'next');
   assert.deepEqual(asked(judged), ['next_line', 'total', 'n'], 'what line 14 declares, the other visible local; never xs');
   assert.equal(judged.trace.language, 'c');
-  assert.match(JSON.stringify(server.requests.at(-1)?.body?.messages), /int total = 0;/, 'the prompt shows the stop');
+  const prompt = JSON.stringify(server.requests.at(-1)?.body?.messages);
+  assert.match(prompt, /int total = 0;/, 'the prompt shows the stop');
+  assert.match(prompt, /You are watching a C program run in a debugger/);
+  assert.match(prompt, /```c\\n 1  #include <stdio.h>/, 'the code is fenced as C');
   assert.equal(judged.next, 15);
   assert.deepEqual(statuses(judged), { next_line: 'right', total: 'right', n: 'right' });
 

@@ -138,6 +138,14 @@ test('the next-step prompt numbers the code, states the stop and asks for JSON',
   assert.match(text, /4 {2}\s*total \+= x/);
   assert.match(text, /stopped at line 4 `total \+= x`, which is about to run for the 2nd time/);
   assert.match(text, /- total: value and type right after line 4 runs\./);
+  assert.match(text, /^You are watching a Python program run in a debugger\./);
+  assert.match(text, /```python\n/);
+  // A C trace's stop (a live lldb session): the same prompt, naming its language and fencing the code as C.
+  const c = asText(
+    renderPrompts(byName('next-step'), QS, { code: CODE, language: 'c', stop: { line: 4, lineText: 'x', k: 1, locals: '' } }).prompts[0]!.prompt,
+  );
+  assert.match(c, /^You are watching a C program run in a debugger\./);
+  assert.match(c, /```c\n/);
 });
 
 test('placeholder values are inserted literally, never re-expanded', () => {

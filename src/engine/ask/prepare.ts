@@ -118,6 +118,7 @@ function stopContext(trace: Trace, d: DecodedTrace, step: number, questions: rea
   const source = trace.files[at.file]?.source ?? '';
   return {
     code: source,
+    ...(trace.language ? { language: trace.language } : {}),
     call: entryCall(trace),
     stop: { line: at.line, lineText: (source.split('\n')[at.line - 1] ?? '').trim(), k: k && 'k' in k ? k.k : 1, locals: locals || '(none)' },
   };
@@ -148,7 +149,7 @@ export function prepareAsk(trace: Trace, template: Template, target: AskTarget, 
     ctx = stopContext(trace, d, target.step, questions);
   } else {
     questions = generateQuestions(trace, policy);
-    ctx = { code: trace.files[0]?.source ?? '', call: entryCall(trace) };
+    ctx = { code: trace.files[0]?.source ?? '', ...(trace.language ? { language: trace.language } : {}), call: entryCall(trace) };
   }
   const { prompts } = renderPrompts(template, questions, ctx);
   return {

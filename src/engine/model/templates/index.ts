@@ -15,7 +15,22 @@ import nextStep from './next-step.json';
 import predictTest from './predict-test.json';
 
 const KINDS = ['output', 'input', 'next_line', 'state', 'state_any', 'coverage'] as const;
-const PROMPT_FIELDS = ['code', 'code_numbered', 'code_numbered_assert', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'locals', 'questions'];
+const PROMPT_FIELDS = [
+  'code',
+  'code_numbered',
+  'code_numbered_assert',
+  'language',
+  'fence',
+  'call',
+  'fn',
+  'outputRepr',
+  'line',
+  'lineText',
+  'k',
+  'kth',
+  'locals',
+  'questions',
+];
 const QUESTION_FIELDS = ['n', 'call', 'fn', 'outputRepr', 'line', 'lineText', 'k', 'kth', 'var'];
 const PLACEHOLDER_RE = /\{\{(\w+)\}\}/g;
 
@@ -115,6 +130,8 @@ export async function loadTemplates(dir: string | undefined, files?: TemplateFil
 export interface RenderContext {
   /** The program source exactly as traced (line numbers refer to it). */
   code: string;
+  /** The traced program's language (the trace's; absent: Python): `{{language}}` is `Python` or `C`, `{{fence}}` the code fence's tag, `python` or `c`. */
+  language?: 'python' | 'c';
   /** The entry call, e.g. `f([1, 2])`. */
   call?: string;
   /** Interactive prompts: where execution is stopped and the locals there (already formatted). */
@@ -189,6 +206,8 @@ export function renderPrompts(template: Template, questions: readonly Question[]
       code: ctx.code.replace(/\n$/, ''),
       code_numbered: numbered(ctx.code),
       code_numbered_assert: numbered(ctx.code, call ? `assert ${call} == ????` : undefined),
+      language: ctx.language === 'c' ? 'C' : 'Python',
+      fence: ctx.language === 'c' ? 'c' : 'python',
       call,
       fn: /^\s*([A-Za-z_][\w.]*)\s*\(/.exec(call ?? '')?.[1],
       outputRepr: first?.kind === 'input' ? first.outputRepr : undefined,
