@@ -195,7 +195,10 @@ class _LiveRecording:
         code = frame.f_code
         rec.preload_codes = (code,)
         self.backend.start()
-        rec.on_call(frame, rec.info(code), code)
+        fs = rec.on_call(frame, rec.info(code), code)
+        # The stopped line itself, about to run (its own event was the debugger's):
+        # the replay's first stop is where the user stood.
+        rec.on_line(frame, fs, frame.f_lineno)
 
     def returned(self, value, unwound):
         if unwound:

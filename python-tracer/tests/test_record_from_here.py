@@ -55,6 +55,9 @@ class RecordFromHere(unittest.TestCase):
         self.assertEqual(steps[0]["event"], "call")
         self.assertEqual(steps[0]["line"], started["recording"])
         self.assertEqual(sorted(steps[0]["set"]), ["acc", "call", "out", "xs"])
+        # Then the stopped line's own event: the replay starts where the debugger stood.
+        self.assertEqual([steps[1]["event"], steps[1]["fn"], steps[1]["line"]], ["line", "total", started["recording"]])
+        self.assertNotIn("set", steps[1])
         self.assertEqual([(s["event"], s["fn"]) for s in steps if s["event"] != "line"],
                          [("call", "total"), ("call", "square"), ("return", "square"),
                           ("call", "square"), ("return", "square"), ("return", "total")])

@@ -7,7 +7,7 @@
 // .venv's, copied beside the test for 3.12 (test/unit/live-record.test.ts).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -18,6 +18,7 @@ import { LiveFollower } from '../../src/engine/live/follow';
 import { TraceSchema } from '../../src/engine/trace/schema';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { TraceResultSchema } from '../../src/server/protocol';
+import { closePool, launch, move, startAdapter, where } from '../adapter/harness';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -123,6 +124,7 @@ after(async () => {
     await stopProcessGroup(s.adapter);
   }
   await server?.close();
+  await closePool();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -156,6 +158,23 @@ test('on 3.12: the rest of the stopped call is recorded beside debugpy, through 
   );
   assert.ok(begin, 'a progress notification while recording');
   assert.equal((begin.params as { value: { cancellable?: boolean } }).value.cancellable, true, 'cancellable');
+
+  // The editor replays it in the execverify debugger (a traceFile launch): from the stop's line, forward and back.
+  const file = path.join(work, 'recorded.json');
+  writeFileSync(file, JSON.stringify(trace));
+  const replay = await startAdapter();
+  try {
+    await launch(replay, { traceFile: file, stopOnEntry: true });
+    const first = await where(replay);
+    assert.deepEqual([first.fn, first.line], ['total', BREAK_LINE]);
+    await move(replay, 'next');
+    const second = await where(replay);
+    assert.deepEqual([second.fn, second.line], ['total', 7], 'the loop goes on to its next element');
+    await move(replay, 'stepBack');
+    assert.deepEqual([(await where(replay)).line], [BREAK_LINE], 'and back');
+  } finally {
+    await replay.close();
+  }
 });
 
 test('refused in one line: on 3.11 (debugpy holds the one settrace slot), in an lldb session, in a session that is gone', HUNG, async () => {
