@@ -80,14 +80,17 @@ export class LiveSessions {
   /** Runs `work` after everything queued for the session; a failure is logged, never thrown into the queue. */
   enqueue<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
     const run = (this.queues.get(sessionId) ?? Promise.resolve()).then(work);
-    this.queues.set(
-      sessionId,
-      run.then(
-        () => undefined,
-        () => undefined,
-      ),
+    const tail: Promise<void> = run.then(
+      () => this.settled(sessionId, tail),
+      () => this.settled(sessionId, tail),
     );
+    this.queues.set(sessionId, tail);
     return run;
+  }
+
+  /** The queue of a session that has ended is dropped once its last work is done (work may still come after the end: an ask's answer). */
+  private settled(sessionId: string, tail: Promise<void>): void {
+    if (!this.sessions.has(sessionId) && this.queues.get(sessionId) === tail) this.queues.delete(sessionId);
   }
 
   /**
