@@ -146,6 +146,8 @@ export class LivePredict {
     const uri = pathToFileURL(stop.path).href;
     const run = store.addRun({ uri, file: stop.path, entry: `${stop.fn} at line ${stop.line} (${session.debugType} session)`, trace: ask.trace });
     this.runs.set(run.id, { ask, judged: undefined });
+    // The store keeps a bounded number of runs; what it evicted is forgotten here too.
+    for (const id of this.runs.keys()) if (!store.run(id)) this.runs.delete(id);
     const prediction: Prediction = {
       id: store.newId('pred'),
       runId: run.id,
