@@ -30,6 +30,11 @@ export function isPointerType(type: string): boolean {
   return /\*\s*(?:const\s*)?$/.test(type) || /\(\*\)/.test(type);
 }
 
+/** Whether a value is a pointer or holds one (an array of pointers, a struct with a pointer field): its text holds an address. */
+export function holdsPointer(v: Value): boolean {
+  return isPointerType(v.type) || (v.items ?? []).some(holdsPointer) || Object.values(v.attrs ?? {}).some(holdsPointer);
+}
+
 /** One variable as a Value; `children` reads a variable's members (lldb's `variables` request). */
 export async function toValue(v: LldbVariable, children: (ref: number) => Promise<LldbVariable[]>, maxItems: number, depth = 0): Promise<Value> {
   const type = (v.type ?? '').trim() || 'unknown';

@@ -13,7 +13,7 @@
 // at most MAX_STATE state questions, never a pointer (nor a C value holding
 // one: its text holds an address the model cannot know). Their truth is
 // filled in when the session stops again (transition.ts); until then it is PENDING.
-import { isPointerType } from '../dap/lldb-values';
+import { holdsPointer } from '../dap/lldb-values';
 import { seededRng } from '../questions/rng';
 import type { Question } from '../questions/schema';
 import type { Trace, Value } from '../trace/schema';
@@ -109,11 +109,6 @@ export function cAssignedNames(text: string): string[] {
   }
   for (const m of code.matchAll(/(\+\+|--)/g)) lvalue(code.slice(0, m.index)); // x++, a[i]--
   return [...new Set(targets)];
-}
-
-/** Whether a value is a pointer or holds one (an array of pointers, a struct with a pointer field). */
-function holdsPointer(v: Value): boolean {
-  return isPointerType(v.type) || (v.items ?? []).some(holdsPointer) || Object.values(v.attrs ?? {}).some(holdsPointer);
 }
 
 /**

@@ -8,7 +8,7 @@ import { traceFacts, type TraceFacts } from '../trace/facts';
 import type { Trace, Value } from '../trace/schema';
 import { seededRng, type Rng } from './rng';
 import type { Question } from './schema';
-import { isPointerType } from '../dap/lldb-values';
+import { holdsPointer } from '../dap/lldb-values';
 
 export interface QuestionOptions {
   /** Seed of the selection; the same (trace, options) always gives the same questions. */
@@ -186,11 +186,11 @@ export function isClassValue(v: Value): boolean {
 }
 /**
  * Worth asking about: exact, not a function/module/class, not an address-only
- * repr, not a C pointer, and of a type the `value; type` answer can name (the
+ * repr, not a C pointer nor a C value holding one (its text holds an address), and of a type the `value; type` answer can name (the
  * judge reads one word: C's `unsigned int` cannot be answered, so it is not asked).
  */
 export const askable = (v: Value | undefined): v is Value =>
-  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr) && !isPointerType(v.type) && !/\s/.test(v.type);
+  exact(v) && !UNINFORMATIVE_TYPES.has(v.type) && !isClassValue(v) && !ADDRESS_RE.test(v.repr) && !holdsPointer(v) && !/\s/.test(v.type);
 const sameValue = (a: Value, b: Value) => a.repr === b.repr && a.type === b.type;
 
 export interface Run {
