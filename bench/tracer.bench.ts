@@ -68,10 +68,12 @@ async function partA(rows: Row[]): Promise<string[]> {
   // isolated, limited jobs sent with traceMany, every trace validated and
   // decoded. `size`: workers (default one per core); `forkPerJob`: the
   // worker forks each job's child itself (EXECVERIFY_PREFORK=off, the design
-  // before the fork server), for the comparison in the same run.
-  async function cold(size?: number, forkPerJob = false): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
+  // before the fork server), for the comparison in the same run; `alone`:
+  // every job in a child of its own, shareable ones too (EXECVERIFY_SHARE=off).
+  async function cold(size?: number, forkPerJob = false, alone = false): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
     const t0 = performance.now();
-    const pool = new TracerPool({ python, size, env: forkPerJob ? { ...process.env, EXECVERIFY_PREFORK: 'off' } : process.env });
+    const env = { ...process.env, ...(forkPerJob ? { EXECVERIFY_PREFORK: 'off' } : {}), ...(alone ? { EXECVERIFY_SHARE: 'off' } : {}) };
+    const pool = new TracerPool({ python, size, env });
     const traces: Trace[] = [];
     let steps = 0;
     for (const t of await pool.traceMany(jobs)) {
@@ -96,12 +98,13 @@ async function partA(rows: Row[]): Promise<string[]> {
   const naiveMs: number[] = [];
   const oursMs: number[] = [];
   const ratios: number[] = [];
-  // the other designs of the same run: [one worker, fork per job on the
-  // pool, fork per job on one worker] -> each round's ms
-  const variants: Array<[number | undefined, boolean]> = [
-    [1, false],
-    [undefined, true],
-    [1, true],
+  // the other designs of the same run: [one child per job on the pool, one
+  // worker, fork per job on the pool, fork per job on one worker] -> each round's ms
+  const variants: Array<[number | undefined, boolean, boolean]> = [
+    [undefined, false, true],
+    [1, false, false],
+    [undefined, true, false],
+    [1, true, false],
   ];
   const variantMs: number[][] = variants.map(() => []);
   let last = await naive();
@@ -110,8 +113,8 @@ async function partA(rows: Row[]): Promise<string[]> {
     naiveMs.push(last.ms);
     oursMs.push(ours.ms);
     ratios.push(ours.ms / last.ms);
-    for (const [k, [size, forkPerJob]] of variants.entries()) {
-      const v = await cold(size, forkPerJob);
+    for (const [k, [size, forkPerJob, alone]] of variants.entries()) {
+      const v = await cold(size, forkPerJob, alone);
       variantMs[k]!.push(v.ms);
       await v.pool.close();
     }
@@ -158,17 +161,22 @@ async function partA(rows: Row[]): Promise<string[]> {
   const ms = (x: number | undefined) => (x ?? NaN).toFixed(2);
   const floorRows = [
     `    floor, CPU ms per job of every process (bench/tracer_floor.py, kernel-counted): naive in-process ${ms(floor.naive_ms)}; fork + exit of a bare python ${ms(floor.bare_fork_ms)}, of a worker-sized one ${ms(floor.server_fork_ms)}`,
-    `      an empty isolated job (forked ahead, set up, limits + seccomp, gone) ${ms(floor.empty_ms)} (${Math.round(floor.empty_faults ?? NaN)} page faults); a traced CRUXEval job ${ms(floor.trace_ms)} (${Math.round(floor.trace_faults ?? NaN)}); the fork server ${Math.round(floor.server_faults ?? NaN)} faults per fork`,
+    `      an empty isolated job (forked ahead, set up, limits + seccomp, gone) ${ms(floor.empty_ms)} (${Math.round(floor.empty_faults ?? NaN)} page faults); a traced CRUXEval job ${ms(floor.trace_ms)} (${Math.round(floor.trace_faults ?? NaN)}), in shared children ${ms(floor.shared_ms)} (${Math.round(floor.shared_faults ?? NaN)}); the fork server ${Math.round(floor.server_faults ?? NaN)} faults per fork`,
     `      => with a fresh child per job, ours / naive cannot go below ${rows.length} x empty / ${cores} cores / naive's ${s(naiveMed)} s = ${((rows.length * (floor.empty_ms ?? NaN)) / cores / naiveMed).toFixed(1)} (${rows.length} traced jobs' CPU alone: ${((rows.length * (floor.trace_ms ?? NaN)) / cores / naiveMed).toFixed(1)})`,
   ];
   return [
     `(a) CRUXEval, ${rows.length} programs end to end (${ours.steps} events; pool of ${availableParallelism()} workers; ${rounds} interleaved rounds, medians)`,
     `    naive in-process (settrace, repr all, no isolation)           ${s(naiveMed)} s  [${s(last.pythonMs)} s inside Python; rounds ${naiveMs.map(s).join(' ')}]`,
-    `    ours, pool.traceMany, cold (isolated, limited, validated, decoded) ${s(med(oursMs))} s  [rounds ${oursMs.map(s).join(' ')}]`,
+    `    ours, pool.traceMany, cold (isolated, limited, validated, decoded; shareable jobs in shared children) ${s(med(oursMs))} s  [rounds ${oursMs.map(s).join(' ')}]`,
     `      ratio ours / naive: median ${med(ratios).toFixed(2)} (target <= 1.5 with every job isolated) [rounds ${ratios.map((x) => x.toFixed(2)).join(' ')}]`,
-    ...variants.map(([size, forkPerJob], k) => {
+    ...variants.map(([size, forkPerJob, alone], k) => {
       const ms = med(variantMs[k]!);
-      const what = `${size === 1 ? 'one worker' : `pool of ${availableParallelism()}`}, ${forkPerJob ? 'a fork of the worker per job (EXECVERIFY_PREFORK=off)' : 'pre-forked children'}`;
+      const how = forkPerJob
+        ? 'a fork of the worker per job (EXECVERIFY_PREFORK=off)'
+        : alone
+          ? 'a pre-forked child per job (EXECVERIFY_SHARE=off)'
+          : 'pre-forked, shared';
+      const what = `${size === 1 ? 'one worker' : `pool of ${availableParallelism()}`}, ${how}`;
       return `    ours, cold, ${what.padEnd(60)} ${s(ms)} s   ratio ${(ms / naiveMed).toFixed(2)}  [rounds ${variantMs[k]!.map(s).join(' ')}]`;
     }),
     `    ours, pool.trace one job per request (once)                    ${s(singleMs)} s   ratio ${(singleMs / naiveMed).toFixed(2)}`,

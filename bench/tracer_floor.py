@@ -13,8 +13,10 @@ Prints one JSON object (ms and page faults per job):
                  forked ahead, set up (descriptors, session, limits, seccomp,
                  audit hook), handed a job that does nothing, gone; worker,
                  fork server and child together
-  trace_ms       each job traced through the same fork server (what the
-                 worker does for pool.traceMany), worker + server + child
+  trace_ms       each job traced through the same fork server in a child
+                 of its own (EXECVERIFY_SHARE=off), worker + server + child
+  shared_ms      the same jobs as the worker traces them for pool.traceMany:
+                 shareable ones in chunks, one child per chunk (shareable.py)
   *_faults       minor page faults per job of the children (copy-on-write
                  copies, mostly), and of the fork server for each fork
 CPU times are counted by the kernel (utime + stime, children included once
@@ -114,11 +116,19 @@ def main() -> int:
             srv.run(EMPTY_JOB, b"", limits)
 
     def traced():
+        tracer._SHARE = False
+        try:
+            tracer.trace_many_bytes(params)
+        finally:
+            tracer._SHARE = True
+
+    def shared():
         tracer.trace_many_bytes(params)
 
     tracer.trace_many_bytes(params[:50])
     empty_ms, empty_sf, empty_cf = _server_cost(srv, empty, n)
     trace_ms, trace_sf, trace_cf = _server_cost(srv, traced, n)
+    shared_ms, _shared_sf, shared_cf = _server_cost(srv, shared, n)
 
     # fork + _exit: a bare interpreter, and this one (what the worker holds)
     bare = float(subprocess.run([sys.executable, "-S", "-c", BARE % n], stdout=subprocess.PIPE, check=True,
@@ -139,6 +149,7 @@ def main() -> int:
         "jobs": n, "python": "%d.%d.%d" % sys.version_info[:3], "isolation": isolation.label(),
         "naive_ms": _naive_ms(jobs), "bare_fork_ms": bare, "server_fork_ms": server_fork,
         "empty_ms": empty_ms, "empty_faults": empty_cf, "trace_ms": trace_ms, "trace_faults": trace_cf,
+        "shared_ms": shared_ms, "shared_faults": shared_cf,
         "server_faults": (empty_sf + trace_sf) / 2.0}))
     srv.close()
     return 0

@@ -42,7 +42,7 @@ HOME = "/nonexistent"
 _KEEP = ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH", "PYENV_VERSION", "PYENV_ROOT", "PYTHONHASHSEED",
          "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8", "LANG", "LANGUAGE",
          "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES", "TZ",
-         "EXECVERIFY_ALLOW_UNISOLATED", "EXECVERIFY_SANDBOX", "EXECVERIFY_PREFORK", JOB_ENV)
+         "EXECVERIFY_ALLOW_UNISOLATED", "EXECVERIFY_SANDBOX", "EXECVERIFY_PREFORK", "EXECVERIFY_SHARE", JOB_ENV)
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _status = None
@@ -190,6 +190,14 @@ def label() -> str:
         from . import seccomp  # ctypes: only where traces are made (the worker has it)
         _label = "none" if not seccomp.available() else "bubblewrap+seccomp" if inside() else "seccomp"
     return _label
+
+
+def mark_shared() -> None:
+    """This process is a shared child (tracer.py's chunks of jobs that
+    shareable.py proved shareable): the traces it makes say so, "+shared"."""
+    global _label
+    if not label().endswith("+shared"):
+        _label = label() + "+shared"
 
 
 def inside() -> bool:

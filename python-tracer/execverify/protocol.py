@@ -19,6 +19,7 @@ STEPS = b"S"  # a chunk of steps (JSON fragments)
 TRACE = b"T"  # the finished trace's head and tail
 BAD_JOB = b"X"  # the job was refused before running (JSON {"code", "message"})
 USAGE = b"U"  # after the trace: the child's own peak memory, KB (decimal text)
+JOB_DONE = b"J"  # a shared child finished one job of its chunk (empty; tracer.py)
 # The expression evaluator's kind.
 VALUE = b"V"  # an evaluated answer's value (JSON, see expr_eval)
 

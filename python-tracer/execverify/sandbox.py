@@ -448,6 +448,30 @@ def child_limit(ctx: Context, limits: Limits, mapped: int) -> None:
     sys.addaudithook(_audit_hook(ctx))
 
 
+def next_job(ctx: Context, limits: Limits, budget_bytes: int) -> bool:
+    """Readies a shared child (tracer.py's chunks of shareable jobs) for its
+    next job: the job's own limits, fresh captured streams, its CPU timer
+    re-armed, and an address-space limit of what the child maps now plus
+    `budget_bytes` (within the hard limit the chunk started with). False if
+    the child has grown past where that budget fits: the chunk stops there
+    and its remaining jobs get a child each."""
+    ctx.limits = limits
+    ctx.on_limit = ctx.on_exit = None
+    ctx.tracing = False
+    ctx.stdout = _Capture(ctx, "stdout", limits.output_bytes)
+    ctx.stderr = _Capture(ctx, "stderr", limits.output_bytes)
+    sys.stdout = ctx.stdout
+    sys.stderr = ctx.stderr
+    if limits.memory_mb:
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = mapped_bytes() + budget_bytes
+        if hard != resource.RLIM_INFINITY and soft > hard:
+            return False
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    signal.setitimer(signal.ITIMER_PROF, limits.cpu_ms / 1000.0)
+    return True
+
+
 # A job's environment when its caller gives none, computed once per worker.
 _JOB_ENV = isolation.job_env()
 _ENV_IS_JOBS = False  # this process's own environment is _JOB_ENV already (use_job_env)
@@ -597,7 +621,9 @@ def child_run(fd: int, limits: Limits, setup, fn) -> None:
 def collect(out: Outcome, r: int, pid: int, deadline: float, limits: Limits, on_message=None) -> None:
     """Reads the child's messages from `r` into `out` until the child closes
     its end, bounded by limits.message_bytes; at `deadline` it signals the
-    child (SIGUSR1: report the wall-time limit), after the grace period kills it."""
+    child (SIGUSR1: report the wall-time limit), after the grace period kills it.
+    `on_message` may return a new deadline (tracer.py's chunks: the next job
+    of a shared child starts its own wall time)."""
     kill_at = None
     buf = bytearray()
     received = 0
@@ -638,7 +664,9 @@ def collect(out: Outcome, r: int, pid: int, deadline: float, limits: Limits, on_
             del buf[:5 + n]
             out.messages.append((kind, payload))
             if on_message is not None:
-                on_message(kind, payload)
+                later = on_message(kind, payload)
+                if later is not None:  # a shared child's next job began: its own wall time from now
+                    deadline, kill_at = later, None
 
 
 def ended(out: Outcome, start: float, status, rusage) -> None:

@@ -12,13 +12,14 @@ import builtins
 import marshal
 import os
 import sys
+import time
 from types import CodeType as _CodeType
 
 from . import isolation, jsonc, prefork, sandbox
 from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
-from .protocol import BAD_JOB, ERROR, LIMIT, STEPS, TRACE, USAGE
+from .protocol import BAD_JOB, ERROR, JOB_DONE, LIMIT, STEPS, TRACE, USAGE
 from .pytracer import SettraceBackend, settrace as _settrace
 from .recorder import (DEFAULT_LIMITS, Recorder, RawJSON as _RawJSON, encoders as _encoders,
                        head_text as _head_text, tail_text as _tail_text)
@@ -375,18 +376,16 @@ def ensure_site() -> None:
         site.main()
 
 
-def _run_fresh(params: dict):
-    """Full prepare (compile) in the worker, then a fresh child for this job:
-    one the fork server forked before the job existed (prefork.py), or a
-    fork of this process where there is no fork server."""
-    job = prepare(params)
-    slimits = _limits_for(job.limits, params, job.stdin)
+def _run_fresh(job: Job):
+    """A fresh child for this (prepared) job: one the fork server forked
+    before the job existed (prefork.py), or a fork of this process where
+    there is no fork server."""
+    slimits = _limits_for(job.limits, job.params, job.stdin)
     server = prefork.server()
     if server is not None:
         # The job as prepared here, its code compiled (marshal): compiling
         # again in the child would copy some 150 of the server's pages.
-        payload = marshal.dumps((job.params, job.kind, job.source, job.filename, job.code, job.entry, job.cwd,
-                                 job.entry_code, job.display))
+        payload = marshal.dumps(_fields(job))
         # a finished trace says all the worker needs (the child's CPU time
         # inside it, its peak memory after it): then the fork server's report
         # of the child's exit is not waited for
@@ -397,7 +396,14 @@ def _run_fresh(params: dict):
     return _assemble(job, out, slimits)
 
 
+def _fields(job: Job) -> tuple:
+    """What a child needs to rebuild `job` (Job(*fields))."""
+    return (job.params, job.kind, job.source, job.filename, job.code, job.entry, job.cwd, job.entry_code,
+            job.display)
+
+
 TRACE_JOB = b"T"  # a trace job's kind for the fork server
+CHUNK_JOB = b"C"  # a chunk of shareable trace jobs, run one after another in one child
 
 
 def _finished(out) -> bool:
@@ -420,6 +426,39 @@ def _child_job(ctx, payload: bytes) -> None:
 prefork.register(TRACE_JOB, _child_job)
 
 
+def _chunk_child(ctx, payload: bytes) -> None:
+    """A chunk of shareable jobs in a pre-forked child, as the worker prepared them."""
+    _run_in_shared_child(ctx, [Job(*fields) for fields in marshal.loads(payload)])
+
+
+def _run_in_shared_child(ctx, jobs: list) -> None:
+    """A chunk of shareable jobs in one child, one after another: each with
+    its own module dict (run_in_child), limits, captured streams and CPU
+    timer (sandbox.next_job), its messages ended by JOB_DONE. A limit or a
+    crash ends the child; the worker reruns what has no JOB_DONE alone."""
+    import gc
+    isolation.mark_shared()
+    jobs.reverse()
+    while jobs:
+        job = jobs.pop()
+        if not sandbox.next_job(ctx, _limits_for(job.limits, job.params), job.limits["memoryMb"] << 20):
+            return
+        had = set(sys.modules)
+        run_in_child(job, ctx)
+        if job.modname is not None and job.modname not in had:
+            sys.modules.pop(job.modname, None)
+        # What the job left (its functions, a suspended generator in a cycle)
+        # is freed now, before its JOB_DONE: a finaliser runs untraced, under
+        # this job's timers, never in the next job's trace.
+        del job
+        gc.collect()
+        ctx.send(USAGE, b"%d" % sandbox.resource.getrusage(sandbox.resource.RUSAGE_SELF).ru_maxrss)
+        ctx.send(JOB_DONE, b"")
+
+
+prefork.register(CHUNK_JOB, _chunk_child)
+
+
 def _limits_for(lim: dict, params: dict, stdin=None):
     return sandbox.Limits(
         wall_ms=lim["wallTimeMs"], cpu_ms=lim["cpuTimeMs"], memory_mb=lim["memoryMb"],
@@ -439,14 +478,121 @@ def trace_bytes(params: dict) -> bytes:
 
 def trace_many_bytes(jobs: list) -> list:
     """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
-    or the JobError. Every job runs in a fresh fork of the worker, which never
-    runs user code itself: no job can change what another one records."""
-    results = []
-    for params in jobs:
+    or the JobError. The worker never runs user code itself. A job runs in a
+    fresh child of its own, unless it is shareable (shareable.py: its syntax
+    leaves no route to anything another job could see): consecutive
+    shareable jobs with the same limits run in one fresh child, up to
+    CHUNK_SIZE, one after another (_run_chunk). Either way no job can change
+    what another one records."""
+    results: list = [None] * len(jobs)
+    chunk: list = []  # (index, job): shareable jobs waiting for their child
+
+    def flush():
+        for (i, _job), res in zip(chunk, _run_chunk([j for _i, j in chunk])):
+            results[i] = res
+        del chunk[:]
+
+    for i, params in enumerate(jobs):
         try:
-            results.append(_run_fresh(params))
+            job = prepare(params)
+        except JobError as e:
+            results[i] = e
+            continue
+        if _shareable(job):
+            if chunk and not _same_limits(chunk[0][1], job):
+                flush()
+            chunk.append((i, job))
+            if len(chunk) >= CHUNK_SIZE:
+                flush()
+            continue
+        flush()  # the order of jobs is kept: a chunk never outlives a job after it
+        results[i] = _run_one(job)
+    flush()
+    return results
+
+
+# Shareable jobs per shared child: the fork of one child and its faults are
+# paid once per chunk; a crash reruns at most this many jobs.
+CHUNK_SIZE = 32
+# EXECVERIFY_SHARE=off: every job in a fresh child of its own (for comparisons).
+_SHARE = os.environ.get("EXECVERIFY_SHARE") != "off"
+
+
+def _shareable(job: Job) -> bool:
+    """A `call` job with nothing of the outside (no stdin, cwd or writes)
+    whose program and entry pass the static check (shareable.py)."""
+    if not _SHARE or job.kind != "call" or job.stdin is not None or job.cwd or job.params.get("allowWrites"):
+        return False
+    from . import shareable  # here, not at the top: it imports ast (worker start-up time)
+    return shareable.is_shareable(job.source, job.entry["expr"])
+
+
+def _same_limits(a: Job, b: Job) -> bool:
+    return a.limits == b.limits and a.backend == b.backend
+
+
+def _run_one(job: Job):
+    try:
+        return _run_fresh(job)
+    except JobError as e:
+        return e
+
+
+def _run_chunk(jobs: list) -> list:
+    """Shareable jobs (same limits) in one fresh child, one after another.
+    Each job's messages end with JOB_DONE; the worker reads them as one job's
+    (the same checks as a child of its own: _assemble), with the wall time
+    from the previous job's JOB_DONE to its own. The job in progress when the
+    child ended (a limit, a crash, anything) and every job after it are run
+    again, each in a fresh child of its own, so that a job's outcome never
+    depends on its neighbours."""
+    if len(jobs) < 2:
+        return [_run_one(j) for j in jobs]
+    slimits = [_limits_for(j.limits, j.params) for j in jobs]
+    first = slimits[0]
+    cap = (1 << 32) - 1
+    limits = sandbox.Limits(
+        wall_ms=first.wall_ms, cpu_ms=min(cap, sum(s.cpu_ms for s in slimits)),
+        # twice one job's budget: each job gets its own on top of what the child maps then (next_job)
+        memory_mb=min(cap, 2 * first.memory_mb), output_bytes=first.output_bytes, allow_writes=False,
+        message_bytes=sum(s.message_bytes for s in slimits))
+    ends: list = []  # per finished job: (index of its JOB_DONE in the messages, when it came)
+    seen = [0]
+
+    def on_message(kind, _payload):
+        seen[0] += 1
+        if kind == JOB_DONE:
+            now = time.monotonic()
+            ends.append((seen[0] - 1, now))
+            if len(ends) < len(jobs):
+                return now + slimits[len(ends)].wall_ms / 1000.0
+        return None
+
+    server = prefork.server()
+    start = time.monotonic()
+    if server is not None:
+        running = server.begin(CHUNK_JOB, marshal.dumps([_fields(j) for j in jobs]), limits)
+        start = running.start
+        out = server.finish(running, on_message, enough=lambda _out: len(ends) == len(jobs))
+    else:
+        ensure_site()
+        # a fork of this process has the jobs as they are here: marshal
+        # rebuilds a set constant, and may change its order (a fork per job
+        # gets the original)
+        out = sandbox.run_isolated(lambda ctx: _run_in_shared_child(ctx, list(jobs)), limits, on_message)
+    results: list = []
+    begin, t0 = 0, start
+    for job, sl, (end, t1) in zip(jobs, slimits, ends):
+        one = sandbox.Outcome()
+        one.messages = out.messages[begin:end]
+        one.overflowed = sum(len(p) for _k, p in one.messages) > sl.message_bytes
+        one.wall_ms = (t1 - t0) * 1000.0
+        try:
+            results.append(_assemble(job, one, sl))
         except JobError as e:
             results.append(e)
+        begin, t0 = end + 1, t1
+    results.extend(_run_one(j) for j in jobs[len(ends):])
     return results
 
 

@@ -54,7 +54,14 @@ def job(src, expr, path="prog.py", **extra):
 class ChildrenHoldOnlyTheirOwnJob(WorkerTestCase):
     def test_no_byte_of_another_job_of_the_batch_is_in_a_childs_memory(self):
         # the job before and the job after the scanner carry a secret; the
-        # whole batch is in the worker's memory while the scanner runs
+        # whole batch is in the worker's memory while the scanner runs.
+        # The scanner imports and opens files, so it is not shareable
+        # (shareable.py) and runs in a child of its own: what this checks
+        # holds for every job that is not shareable. Shareable jobs run in
+        # chunks, and a chunk's child holds the programs of its own chunk by
+        # design; a shareable job has no route to read them (no import, no
+        # open, no frame, no gc, no dunder: tests/test_shared_chunks.py), so
+        # no scan like this one can run there at all.
         secret = "zq" + "SECRET-OF-ANOTHER-JOB-4f1c9" * 3
         holder = "def f():\n    return %r\n" % secret
         a, b = secret[:20], secret[20:]

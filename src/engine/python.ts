@@ -38,7 +38,8 @@ export function pythonTracerDir(start: string = __dirname, exists: (p: string) =
  * library and shared library are (PYTHONHOME, LD_LIBRARY_PATH), which pyenv
  * version a shim picks, how Python hashes (PYTHONHASHSEED), and the user's
  * choices about isolation (EXECVERIFY_SANDBOX=off, EXECVERIFY_ALLOW_UNISOLATED,
- * see python-tracer/execverify/isolation.py). The user's own import path
+ * see python-tracer/execverify/isolation.py; EXECVERIFY_PREFORK=off and
+ * EXECVERIFY_SHARE=off, the benchmarks' comparisons). The user's own import path
  * (PYTHONPATH) follows the tracer's.
  */
 const WORKER_VARS = [
@@ -50,6 +51,7 @@ const WORKER_VARS = [
   'EXECVERIFY_SANDBOX',
   'EXECVERIFY_ALLOW_UNISOLATED',
   'EXECVERIFY_PREFORK',
+  'EXECVERIFY_SHARE',
 ];
 
 /**

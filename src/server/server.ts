@@ -333,12 +333,12 @@ export class EngineServer {
   /** Says once per session that code ran without the OS sandbox (docs/security.md). */
   private isolationNotice(trace: Trace): void {
     const isolation = trace.python?.isolation ?? trace.runtime?.isolation;
-    if (isolation === undefined || isolation === 'bubblewrap+seccomp' || this.isolationNoticeShown) return;
+    if (isolation === undefined || isolation.startsWith('bubblewrap+seccomp') || this.isolationNoticeShown) return;
     this.isolationNoticeShown = true;
     this.notice({
       severity: 'warning',
       message:
-        `ExecVerify ran your code NOT ISOLATED on this machine (${isolation === 'seccomp' ? 'a seccomp filter only: no read-only file system, no private network' : 'no sandbox at all'}). ` +
+        `ExecVerify ran your code NOT ISOLATED on this machine (${isolation.startsWith('seccomp') ? 'a seccomp filter only: no read-only file system, no private network' : 'no sandbox at all'}). ` +
         'Install bubblewrap (apt-get install bubblewrap) on Linux with user namespaces; see docs/security.md.',
     });
   }

@@ -36,6 +36,29 @@ test('a real trace passes both validators with the same result', async () => {
   assert.deepEqual([...kinds].sort(), ['call', 'exception', 'line', 'return']);
 });
 
+test('traces of a shared child (proven-shareable jobs, python-tracer/execverify/shareable.py) pass both validators and say so', async () => {
+  const plain = 'def f(xs):\n    return sorted(xs)[::-1]\n';
+  const results = await pool.traceMany([
+    { source: plain, entry: { kind: 'call', expr: 'f([2, 1])' } },
+    { source: plain, entry: { kind: 'call', expr: 'f([3])' } },
+    { source: 'import os\n' + plain, entry: { kind: 'call', expr: 'f([4])' } },
+  ]);
+  const labels = results.map((t) => {
+    assert.ok(!(t instanceof Error), String(t));
+    const json = JSON.parse(JSON.stringify(t)) as unknown;
+    assert.deepEqual(parseTrace(json), TraceSchema.parse(json));
+    return t.python?.isolation ?? '';
+  });
+  assert.deepEqual(
+    labels.map((l) => l.endsWith('+shared')),
+    [true, true, false],
+  );
+  assert.equal(labels[0], labels[2] + '+shared');
+  const forged = JSON.parse(JSON.stringify(results[0])) as { python: { isolation: string } };
+  forged.python.isolation = 'shared';
+  assert.equal(safeParseTrace(forged).ok, false);
+});
+
 const MUTATIONS: Array<[string, (t: any) => void]> = [
   ['step not an object', (t) => (t.steps[1] = 5)],
   ['bad event', (t) => (t.steps[1].event = 'jump')],

@@ -2,6 +2,7 @@
 // Every exporter reads this and nothing else; the store validates it on the way in and out.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { IsolationSchema } from '../trace/schema';
 
 export const SAMPLE_SCHEMA_VERSION = 'execverify.sample/1';
 
@@ -122,7 +123,7 @@ export const RecordSchema = z.object({
      * How the traced run was isolated (the trace's python.isolation,
      * docs/security.md); absent for traces that did not say.
      */
-    isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
+    isolation: IsolationSchema.optional(),
   }),
   questions: z.array(RecordQuestionSchema),
   /** The ground truth as the reward function reads it: a JSON string (format execverify.truth/1). */

@@ -130,6 +130,14 @@ export const TraceFileSchema = z.object({
 });
 
 /** The shapes of a trace's fields; TraceSchema adds the rules between them. */
+/**
+ * How a traced run was isolated (docs/security.md): the OS sandbox and the
+ * job's seccomp filter, the filter alone, or nothing; `+shared`: the job ran
+ * in a child shared with other jobs its static check proved shareable
+ * (python-tracer/execverify/shareable.py), each with a fresh module.
+ */
+export const IsolationSchema = z.enum(['bubblewrap+seccomp', 'seccomp', 'none', 'bubblewrap+seccomp+shared', 'seccomp+shared', 'none+shared']);
+
 export const TraceShapeSchema = z.object({
   schema: z.literal(TRACE_SCHEMA_VERSION),
   /** The program's language; absent: Python. A C trace has `runtime` in place of `python`. */
@@ -155,7 +163,7 @@ export const TraceShapeSchema = z.object({
        * job's seccomp filter, the filter alone, or nothing. Absent in traces
        * written before it was recorded.
        */
-      isolation: z.enum(['bubblewrap+seccomp', 'seccomp', 'none']).optional(),
+      isolation: IsolationSchema.optional(),
     })
     .optional(),
   entry: EntrySchema,

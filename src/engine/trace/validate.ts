@@ -6,10 +6,21 @@
 // the two side by side). zod's recursive ValueSchema costs tens of
 // microseconds per value, which made validation slower than tracing.
 import { z } from 'zod';
-import { EventKindSchema, LimitKindSchema, TRACE_SCHEMA_VERSION, TraceShapeSchema, traceInconsistency, type Step, type Trace, type Value } from './schema';
+import {
+  EventKindSchema,
+  IsolationSchema,
+  LimitKindSchema,
+  TRACE_SCHEMA_VERSION,
+  TraceShapeSchema,
+  traceInconsistency,
+  type Step,
+  type Trace,
+  type Value,
+} from './schema';
 
 const EnvelopeSchema = TraceShapeSchema.omit({ steps: true }).extend({ steps: z.array(z.unknown()) });
 const EVENTS = new Set<string>(EventKindSchema.options);
+const ISOLATIONS = new Set<string>(IsolationSchema.options);
 const LIMITS = new Set<string>(LimitKindSchema.options);
 
 export class TraceFormatError extends Error {
@@ -103,7 +114,7 @@ function envelopeLooksValid(raw: unknown): boolean {
     const py = raw.python;
     if (!isObj(py) || typeof py.version !== 'string' || typeof py.implementation !== 'string') return false;
     if (py.backend !== 'monitoring' && py.backend !== 'settrace') return false;
-    if (py.isolation !== undefined && py.isolation !== 'bubblewrap+seccomp' && py.isolation !== 'seccomp' && py.isolation !== 'none') return false;
+    if (py.isolation !== undefined && !(typeof py.isolation === 'string' && ISOLATIONS.has(py.isolation))) return false;
     const e = raw.entry;
     if (!isObj(e)) return false;
     if (e.kind === 'call') str(e, 'expr', 'entry');

@@ -1,0 +1,162 @@
+"""Which trace jobs may share one interpreter: a static, closed allowlist.
+
+A job (program source + entry expression) is *shareable* when its syntax
+alone rules out every route by which code reaches state that outlives it in
+the process: the builtins module, classes through `object.__subclasses__()`,
+`gc.get_objects()`, `sys.modules`, ctypes, frames (generator, traceback,
+`f_back`/`f_globals`) and function globals. Such jobs may run one after
+another in one child (tracer.py, chunks), each with a fresh module dict; any
+other job gets a fresh child of its own. docs/security.md, layer 4, says why
+this is a proof against each route and what it does not cover.
+
+The rules (anything not listed is refused; so is anything unexpected):
+- statements: def (no decorators), return, assignments, for/while/if, try/
+  except/finally, raise, assert, del, with, pass/break/continue, global and
+  nonlocal inside functions; no import, class, async, match, decorator or
+  except*; at module level only defs, docstrings and assignments of
+  constants;
+- names: none starting with "__"; a name that is a builtin must be in
+  SAFE_BUILTINS, wherever it appears (a name the program binds but has not
+  assigned yet falls back to the builtin of that name at run time); every
+  name read is bound by the program or in SAFE_BUILTINS;
+- attributes: read only (no store or delete), and only SAFE_ATTRIBUTES: the
+  public methods and properties of the immutable builtin types and of
+  list/dict/set, none of which leads to a frame, a class, a module or a
+  global namespace.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+
+# Builtins a shareable job may name: each returns a new object or an
+# immutable one, and none reaches a module, a frame, a class's subclasses,
+# another namespace or the outside world (print writes to the job's own
+# captured stdout).
+SAFE_BUILTINS = frozenset("""
+len range str int float bool list dict set frozenset tuple bytes complex sorted reversed enumerate zip map
+filter min max sum abs all any chr ord round divmod pow bin hex oct repr ascii isinstance iter next slice print
+True False None
+Exception ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError
+NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError UnboundLocalError
+ValueError ZeroDivisionError UnicodeError UnicodeDecodeError UnicodeEncodeError
+""".split())
+
+# Attribute names a shareable job may read: the public names of the builtin
+# value types, less those that reach further (str.format / format_map read
+# attributes of their arguments by name; mro is a class's).
+_VALUE_TYPES = (str, bytes, list, dict, set, frozenset, tuple, int, float, complex, bool, range)
+SAFE_ATTRIBUTES = frozenset(
+    name for t in _VALUE_TYPES for name in dir(t) if not name.startswith("_")) - frozenset(["format", "format_map", "mro"])
+
+# Every name the builtins module has here (the child runs this interpreter).
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+_STATEMENTS = (ast.FunctionDef, ast.Return, ast.Delete, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For,
+               ast.While, ast.If, ast.With, ast.Raise, ast.Try, ast.Assert, ast.Global, ast.Nonlocal, ast.Expr,
+               ast.Pass, ast.Break, ast.Continue)
+_EXPRESSIONS = (ast.BoolOp, ast.NamedExpr, ast.BinOp, ast.UnaryOp, ast.Lambda, ast.IfExp, ast.Dict, ast.Set,
+                ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Yield, ast.YieldFrom, ast.Compare,
+                ast.Call, ast.FormattedValue, ast.JoinedStr, ast.Constant, ast.Attribute, ast.Subscript,
+                ast.Starred, ast.Name, ast.List, ast.Tuple, ast.Slice)
+_PARTS = (ast.Module, ast.Expression, ast.arguments, ast.arg, ast.keyword, ast.comprehension, ast.ExceptHandler,
+          ast.withitem, ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+# 3.8's subscripts (gone in 3.9; ast.Index still exists there as a shim)
+_OLD = tuple(getattr(ast, n) for n in ("Index", "ExtSlice") if isinstance(getattr(ast, n, None), type))
+_ALLOWED = _STATEMENTS + _EXPRESSIONS + _PARTS + _OLD
+
+
+def is_shareable(source: str, entry: str) -> bool:
+    """Whether the job `source` + entry expression `entry` may share an
+    interpreter with other shareable jobs. False for anything the rules do
+    not allow, and for anything unexpected (deep nesting, a parse error)."""
+    try:
+        return _first_refusal(ast.parse(source, mode="exec"), ast.parse(entry.strip(), mode="eval")) is None
+    except BaseException:  # noqa: B902 - RecursionError, MemoryError, SyntaxError, ...: not shareable
+        return False
+
+
+def why_not(source: str, entry: str):
+    """The first rule the job breaks (text), or None if it is shareable."""
+    try:
+        return _first_refusal(ast.parse(source, mode="exec"), ast.parse(entry.strip(), mode="eval"))
+    except BaseException as e:  # noqa: B902
+        return "the checker could not read it (%s)" % type(e).__name__
+
+
+def _first_refusal(module: ast.Module, entry: ast.Expression):
+    for stmt in module.body:
+        if not _module_level_ok(stmt):
+            return "module-level %s (only defs, docstrings and constant assignments)" % type(stmt).__name__
+    bound = set()
+    read = []
+    for tree in (module, entry):
+        for node in ast.walk(tree):
+            if not isinstance(node, _ALLOWED):
+                return "%s is not allowed" % type(node).__name__
+            if isinstance(node, ast.FunctionDef):
+                if node.decorator_list:
+                    return "a decorator"
+                names = [node.name]
+            elif isinstance(node, ast.arg):
+                names = [node.arg]
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names = list(node.names)
+            elif isinstance(node, ast.ExceptHandler):
+                names = [node.name] if node.name else []
+            elif isinstance(node, ast.keyword):  # the callee's parameter: checked, binds nothing
+                names = [node.arg] if node.arg else []
+            elif isinstance(node, ast.Name):
+                names = [node.id]
+            elif isinstance(node, ast.Attribute):
+                if not isinstance(node.ctx, ast.Load):
+                    return "an attribute store or delete (.%s)" % node.attr
+                if node.attr not in SAFE_ATTRIBUTES:
+                    return "the attribute .%s" % node.attr
+                continue
+            else:
+                continue
+            for name in names:
+                if name.startswith("__"):
+                    return "the name %s" % name
+                if name in _BUILTIN_NAMES and name not in SAFE_BUILTINS:
+                    return "the builtin %s" % name
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                read.append(node.id)
+            elif not isinstance(node, ast.keyword):
+                bound.update(names)
+    for name in read:
+        if name not in bound and name not in SAFE_BUILTINS:
+            return "the name %s, which nothing binds" % name
+    return None
+
+
+def _module_level_ok(stmt) -> bool:
+    if isinstance(stmt, (ast.FunctionDef, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in stmt.targets) and _constant(stmt.value)
+    return False
+
+
+def _constant(node) -> bool:
+    """A literal: constants, and tuples/lists/sets/dicts of them, signed numbers."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Constant):
+            continue
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            stack.append(n.operand)
+        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            stack.extend(n.elts)
+        elif isinstance(n, ast.Dict):
+            if any(k is None for k in n.keys):
+                return False
+            stack.extend(n.keys)
+            stack.extend(n.values)
+        else:
+            return False
+    return True
