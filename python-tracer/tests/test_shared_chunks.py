@@ -248,6 +248,9 @@ _HOGS = {
     "output": ("def f():\n    while True:\n        print('x' * 1000)\n", {"outputBytes": 50000}),
     "steps": ("def f():\n    i = 0\n    while True:\n        i += 1\n", {"steps": 2000}),
     "recursion": ("def f(n=0):\n    return f(n + 1)\n", {"recursionDepth": 200}),
+    # one long C call: no event, no signal handler until it returns, so the
+    # wall-time deadline (per job, from the previous job's end) ends in SIGKILL
+    "wall_time": ("def f():\n    return sum(range(10 ** 13))\n", {"wallTimeMs": 800, "cpuTimeMs": 60000}),
 }
 
 
@@ -271,7 +274,7 @@ class ALimitInTheMiddleOfAChunk(unittest.TestCase):
         for i in (0, 2, 3):
             self.assertEqual(_comparable(shared[i]), _comparable(alone[i]))
         self.assertEqual([_shared(t) for t in shared], [True, False, False, False])
-        if limit != "cpu_time":  # a CPU limit cuts the run where the clock says: how far it got may differ
+        if limit not in ("cpu_time", "wall_time"):  # a clock cuts the run: how far it got may differ
             self.assertEqual(_comparable(shared[1]), _comparable(alone[1]))
 
     def test_cpu_time(self):
@@ -288,6 +291,9 @@ class ALimitInTheMiddleOfAChunk(unittest.TestCase):
 
     def test_recursion(self):
         self.check("recursion")
+
+    def test_wall_time(self):
+        self.check("wall_time")
 
 
 class WhatGoesAlone(unittest.TestCase):
