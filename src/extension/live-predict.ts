@@ -23,6 +23,25 @@ export const LIVE_STOPPED_KEY = 'execverify.liveStopped';
  */
 const ALLOWED = new Set(['threads', 'stackTrace', 'scopes', 'variables', 'evaluate', 'source', 'continue']);
 
+/**
+ * A response with every `source.path` as a path on the extension host's disk.
+ * In a remote window (code-server, Remote-SSH) VS Code hands customRequest
+ * the workbench's form of a source, a `vscode-remote://…` URI, where the
+ * adapter said `/home/…/walk.py`; the server reads the file at that path.
+ */
+export function localPaths(body: unknown): unknown {
+  const visit = (v: unknown, depth: number): void => {
+    if (depth > 8 || typeof v !== 'object' || v === null) return;
+    if (Array.isArray(v)) return v.forEach((x) => visit(x, depth + 1));
+    const o = v as Record<string, unknown>;
+    const source = o.source as { path?: unknown } | undefined;
+    if (source && typeof source.path === 'string' && /^(?:file|vscode-remote):\/\//.test(source.path)) source.path = vscode.Uri.parse(source.path).fsPath;
+    for (const x of Object.values(o)) visit(x, depth + 1);
+  };
+  visit(body, 0);
+  return body;
+}
+
 export interface LiveBridge {
   /** The followed session stopped now in the active debug session, by id (what the live predict asks about). */
   current(): { sessionId: string; threadId: number } | undefined;
@@ -71,7 +90,7 @@ export function registerLiveBridge(context: vscode.ExtensionContext, deps: { cli
       const session = live.session(p.data.sessionId);
       if (!session) throw new Error('the debug session has ended');
       try {
-        return (await session.customRequest(p.data.command, p.data.args)) as unknown;
+        return localPaths(await session.customRequest(p.data.command, p.data.args));
       } catch (e) {
         const message = e instanceof Error ? e.message : String(e);
         log(`live session ${session.name}: ${p.data.command} failed: ${message}`);

@@ -34,22 +34,23 @@ export class Uri {
   private constructor(
     readonly scheme: string,
     readonly path: string,
+    readonly authority = '',
   ) {}
   static file(p: string): Uri {
     return new Uri('file', p);
   }
   static parse(s: string): Uri {
-    const m = /^([a-z-]+):\/\/(.*)$/.exec(s);
-    return m ? new Uri(m[1]!, decodeURIComponent(m[2]!)) : new Uri('file', s);
+    const m = /^([a-z-]+):\/\/([^/]*)(.*)$/.exec(s);
+    return m ? new Uri(m[1]!, decodeURIComponent(m[3]!), m[2]!) : new Uri('file', s);
   }
   static joinPath(base: Uri, ...parts: string[]): Uri {
-    return new Uri(base.scheme, [base.path, ...parts].join('/').replace(/\/+/g, '/'));
+    return new Uri(base.scheme, [base.path, ...parts].join('/').replace(/\/+/g, '/'), base.authority);
   }
   get fsPath(): string {
     return this.path;
   }
   toString(): string {
-    return `${this.scheme}://${this.path}`;
+    return `${this.scheme}://${this.authority}${this.path}`;
   }
 }
 

@@ -66,6 +66,25 @@ test('execverify/dap: reading requests reach the followed session; others, unkno
   assert.equal(fake.customRequests.length, 1, 'nothing else reached the session');
 });
 
+test('execverify/dap: a remote window’s vscode-remote:// source paths reach the server as paths on the extension host’s disk', async () => {
+  const { engine, trackerFor } = activate();
+  const frames = [
+    { id: 1, name: 'total', line: 3, column: 1, source: { path: 'vscode-remote://localhost:8080/tmp/ws/walk.py' } },
+    { id: 2, name: '<module>', line: 9, column: 1, source: { path: 'file:///tmp/ws/main.py' } },
+    { id: 3, name: 'lib', line: 1, column: 1, source: { path: '/usr/lib/python3/x.py' } },
+    { id: 4, name: 'gen', line: 1, column: 1, source: { name: '<string>', sourceReference: 5 } },
+  ];
+  const session = { ...makeDebugSession('py', 'debugpy'), customRequest: async () => ({ stackFrames: structuredClone(frames), totalFrames: 4 }) };
+  trackerFor(session).onDidSendMessage(stopped(1));
+  const got = (await engine.serverRequest('execverify/dap', { sessionId: 'py', command: 'stackTrace', args: { threadId: 1 } })) as {
+    stackFrames: typeof frames;
+  };
+  assert.deepEqual(
+    got.stackFrames.map((f) => f.source),
+    [{ path: '/tmp/ws/walk.py' }, { path: '/tmp/ws/main.py' }, { path: '/usr/lib/python3/x.py' }, { name: '<string>', sourceReference: 5 }],
+  );
+});
+
 test('Predict next step: the live lens’ session, or the active live session from the keybinding; Add to dataset then takes that live step', async () => {
   const { engine, trackerFor } = activate();
   const prediction = {
