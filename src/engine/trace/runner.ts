@@ -50,9 +50,11 @@ export class TracerPool extends WorkerPool {
    *
    * A busy worker already holds its next batch (pipelined), so it never
    * waits a round trip between batches; small batches still even out the
-   * load at the end.
+   * load at the end. 32 is the worker's chunk size (tracer.py CHUNK_SIZE):
+   * a batch of shareable jobs then runs in one fresh child, whose fork and
+   * set-up (about 3 ms of CPU, bench/tracer_floor.py) is paid once per 32.
    */
-  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 16): Promise<Array<Trace | TracerError>> {
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 32): Promise<Array<Trace | TracerError>> {
     this.warm(Math.ceil(jobs.length / batchSize)); // workers start while the jobs are checked
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
