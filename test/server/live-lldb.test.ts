@@ -6,7 +6,7 @@
 // (typed, C rules). gcc -g -O0 and apt's lldb-vscode-14; the model is the
 // OpenAI test server, the judge the real one. No lldb: fails, never skips.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ import { findLldbDap } from '../../src/engine/dap/lldb-tracer';
 import { InlineResultsSchema, PredictionSchema, type InlineItem } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
 import { startServer, type ServerUnderTest } from './lsp-client';
+import { leftBehind } from '../support/processes';
 
 const REPO = path.resolve(__dirname, '../..');
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-live-lldb-'));
@@ -73,26 +74,6 @@ async function verdictAt(line: number): Promise<InlineItem> {
   }
 }
 
-/** lldb under this process, and the program wherever it runs (lldb starts it in a process group of its own). */
-function leftBehind(): string[] {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map(([, pid, ppid, args]) => ({ pid: pid!, ppid: ppid!, args: args! }));
-  const mine = new Set([String(process.pid)]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const r of rows)
-      if (!mine.has(r.pid) && mine.has(r.ppid)) {
-        mine.add(r.pid);
-        grew = true;
-      }
-  }
-  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes(PROGRAM)).map((r) => `${r.pid} ${r.args}`);
-}
-
 before(async () => {
   const cc = spawnSync('gcc', ['-g', '-O0', '-o', PROGRAM, SOURCE], { encoding: 'utf8' });
   assert.equal(cc.status, 0, cc.stderr);
@@ -132,7 +113,7 @@ after(async () => {
     }
   }
   // SIGKILL cannot be ignored: each ends once scheduled; then nothing may be left.
-  while (leftBehind().length > 0) await new Promise((r) => setTimeout(r, 20));
+  while (leftBehind(PROGRAM).length > 0) await new Promise((r) => setTimeout(r, 20));
   await server?.close();
   await model?.close();
   rmSync(ws, { recursive: true, force: true });

@@ -5,15 +5,15 @@
 // answers the server's execverify/dap requests with that session's DAP
 // connection. The model is the OpenAI test server; the judge is the real one.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { DapClient } from '../../src/engine/dap/client';
+import type { DapClient } from '../../src/engine/dap/client';
 import { InlineResultsSchema, PanelDataSchema, PredictionSchema, type InlineItem } from '../../src/server/protocol';
+import { startDebugpySession, type DebugpySession } from '../support/debugpy-session';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
@@ -30,7 +30,7 @@ const PATIENCE = 60_000;
 
 let model: OpenAIServer;
 let server: ServerUnderTest;
-let adapter: ChildProcess;
+let session: DebugpySession | undefined;
 let dap: DapClient;
 let threadId = 1;
 /** Every DAP request the server sent into the session, in order. */
@@ -110,28 +110,8 @@ before(async () => {
   });
   await server.open(PROGRAM, readFileSync(PROGRAM, 'utf8'));
   // The user's debug session: debugpy's adapter, the program under it, a breakpoint at `total = 0` in walk().
-  adapter = spawn(PYTHON, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
-  dap = new DapClient(adapter.stdout!, adapter.stdin!);
-  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
-  const initialized = dap.waitFor('initialized');
-  const launched = dap.request('launch', {
-    request: 'launch',
-    type: 'debugpy',
-    name: 'user session',
-    program: PROGRAM,
-    cwd: ws,
-    python: [PYTHON],
-    justMyCode: true,
-    showReturnValue: true,
-    console: 'internalConsole',
-  });
-  launched.catch(() => undefined);
-  await initialized;
-  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: 6 }] });
-  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
-  await dap.request('configurationDone', {});
-  await launched;
-  threadId = (await first).body.threadId ?? 1;
+  session = await startDebugpySession({ python: PYTHON, program: PROGRAM, breakpoints: [6], cwd: ws, showReturnValue: true });
+  ({ dap, threadId } = session);
   server.connection.onRequest('workspace/codeLens/refresh', () => {
     refreshes += 1;
     return null;
@@ -144,12 +124,7 @@ before(async () => {
 });
 
 after(async () => {
-  await dap?.request('disconnect', { terminateDebuggee: true }).catch(() => undefined);
-  try {
-    process.kill(-adapter.pid!, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+  await session?.close();
   await server?.close();
   await model?.close();
 });

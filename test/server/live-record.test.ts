@@ -6,19 +6,19 @@
 // execverify/dap requests with the session's DAP connection. debugpy is
 // .venv's, copied beside the test for 3.12 (test/unit/live-record.test.ts).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { DapClient } from '../../src/engine/dap/client';
-import { stopProcessGroup } from '../../src/engine/dap/stops';
+import type { DapClient } from '../../src/engine/dap/client';
 import { LiveFollower } from '../../src/engine/live/follow';
 import { TraceSchema } from '../../src/engine/trace/schema';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { TraceResultSchema } from '../../src/server/protocol';
 import { closePool, launch, move, startAdapter, where } from '../adapter/harness';
+import { startDebugpySession } from '../support/debugpy-session';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -36,7 +36,7 @@ function python312(): string {
 
 interface Session {
   id: string;
-  adapter: ChildProcess;
+  close(): Promise<void>;
   dap: DapClient;
   threadId: number;
   /** Every DAP request the server sent into the session. */
@@ -59,40 +59,28 @@ const sessions = new Map<string, Session>();
  * notifications.
  */
 async function startSession(id: string, python: string, env: NodeJS.ProcessEnv): Promise<Session> {
-  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
-  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
   let out = '';
   let err = '';
-  dap.on('output', (e: DebugProtocol.OutputEvent) => {
-    if (e.body.category === 'stdout') out += e.body.output;
-    if (e.body.category === 'stderr') err += e.body.output;
-  });
-  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
-  const initialized = dap.waitFor('initialized');
-  const launched = dap.request('launch', {
-    request: 'launch',
-    type: 'debugpy',
-    name: 'user session',
-    program: PROGRAM,
-    cwd: path.dirname(PROGRAM),
-    python: [python],
-    justMyCode: true,
-    console: 'internalConsole',
-  });
-  launched.catch(() => undefined);
-  await initialized;
-  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: BREAK_LINE }] });
   const follower = new LiveFollower({
     stopped: (threadId, reason) => void server.connection.sendNotification('execverify/liveStopped', { sessionId: id, threadId, reason, debugType: 'debugpy' }),
     resumed: (how) => void server.connection.sendNotification('execverify/liveResumed', { sessionId: id, how }),
     ended: () => void server.connection.sendNotification('execverify/liveEnded', { sessionId: id }),
   });
-  for (const event of ['stopped', 'terminated', 'exited']) dap.on(event, (e: unknown) => follower.didSend(e));
-  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
-  await dap.request('configurationDone', {});
-  await launched;
-  const threadId = (await first).body.threadId ?? 1;
-  const session: Session = { id, adapter, dap, threadId, sent: [], stdout: () => out, stderr: () => err };
+  const started = await startDebugpySession({
+    python,
+    program: PROGRAM,
+    breakpoints: [BREAK_LINE],
+    env,
+    listen: (dap) => {
+      dap.on('output', (e: DebugProtocol.OutputEvent) => {
+        if (e.body.category === 'stdout') out += e.body.output;
+        if (e.body.category === 'stderr') err += e.body.output;
+      });
+      for (const event of ['stopped', 'terminated', 'exited']) dap.on(event, (e: unknown) => follower.didSend(e));
+    },
+  });
+  const { dap, threadId } = started;
+  const session: Session = { id, close: started.close, dap, threadId, sent: [], stdout: () => out, stderr: () => err };
   sessions.set(id, session);
   // The tracker sees the requests the editor sends on the server's behalf (customRequest) like any other.
   session.sent.push = (...commands: string[]) => {
@@ -119,10 +107,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const s of sessions.values()) {
-    await s.dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined);
-    await stopProcessGroup(s.adapter);
-  }
+  for (const s of sessions.values()) await s.close();
   await server?.close();
   await closePool();
   rmSync(work, { recursive: true, force: true });

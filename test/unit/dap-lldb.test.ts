@@ -6,7 +6,6 @@
 // (CI installs it in .ci/run), it does not skip.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -19,6 +18,7 @@ import { resolvePython } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
 import { decodeTrace } from '../../src/engine/trace/decode';
 import { TraceSchema, type Trace, type Value } from '../../src/engine/trace/schema';
+import { leftBehind } from '../support/processes';
 
 const C = path.resolve(__dirname, '../fixtures/programs/c');
 const LIMITS = { wallTimeMs: 120_000 };
@@ -38,32 +38,6 @@ after(async () => {
 
 let loop: Trace | undefined;
 const loopTrace = async () => (loop ??= await traceViaLldb({ path: path.join(C, 'loop.c'), env: ENV, limits: LIMITS }));
-
-/**
- * lldb processes under this one, and any program built by the tracer (its
- * temporary directory is in its path) wherever it runs: lldb starts the
- * program in a process group of its own, and an orphan is no descendant.
- */
-function children(): string[] {
-  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' });
-  const rows = out
-    .trim()
-    .split('\n')
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map(([, pid, ppid, args]) => ({ pid: pid!, ppid: ppid!, args: args! }));
-  const mine = new Set([String(process.pid)]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const r of rows) {
-      if (!mine.has(r.pid) && mine.has(r.ppid)) {
-        mine.add(r.pid);
-        grew = true;
-      }
-    }
-  }
-  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes(`${TMP}/execverify-c-`)).map((r) => `${r.pid} ${r.args}`);
-}
 
 test('loop.c: the executed lines are the ones derived by hand from its source, with a frame per call of square', async () => {
   const trace = await loopTrace();
@@ -204,7 +178,7 @@ test('--stdin feeds the program; a step limit stops a loop that never ends; noth
   const forever = await traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { ...LIMITS, steps: 25 } });
   assert.deepEqual(forever.outcome, { kind: 'limit', limit: 'steps', message: 'stopped after 25 steps' });
   assert.equal(forever.steps.length, 25);
-  assert.deepEqual(children(), [], 'lldb and the program ended');
+  assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), [], 'lldb and the program ended');
 });
 
 test('cancelling stops lldb and the program at once; a wall-time limit keeps what was recorded', async () => {
@@ -216,16 +190,16 @@ test('cancelling stops lldb and the program at once; a wall-time limit keeps wha
     () => (settled = true),
     () => (settled = true),
   );
-  while (!settled && !children().some((c) => c.includes(`${TMP}/execverify-c-`))) await new Promise((r) => setTimeout(r, 50));
+  while (!settled && !leftBehind(`${TMP}/execverify-c-`).some((c) => c.includes(`${TMP}/execverify-c-`))) await new Promise((r) => setTimeout(r, 50));
   assert.equal(settled, false, 'the run was still going when it was cancelled');
   ac.abort();
   await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
-  assert.deepEqual(children(), [], 'nothing left behind after a cancel');
+  assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), [], 'nothing left behind after a cancel');
   // Out of time while stepping a loop that never ends: the outcome says so, whatever was recorded stands.
   const timed = await traceViaLldb({ path: path.join(C, 'forever.c'), env: ENV, limits: { wallTimeMs: 3000, steps: 1_000_000 } });
   assert.deepEqual(timed.outcome, { kind: 'limit', limit: 'wall_time', message: 'stopped after 3000 ms' });
   TraceSchema.parse(timed);
-  assert.deepEqual(children(), [], 'nothing left behind after the wall-time limit');
+  assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), [], 'nothing left behind after the wall-time limit');
 });
 
 test("cancelling at any moment of the start (before lldb says the program's pid) leaves nothing running", async () => {
@@ -239,10 +213,10 @@ test("cancelling at any moment of the start (before lldb says the program's pid)
       () => (settled = true),
       () => (settled = true),
     );
-    while (!settled && !children().some(seen)) await new Promise((r) => setImmediate(r));
+    while (!settled && !leftBehind(`${TMP}/execverify-c-`).some(seen)) await new Promise((r) => setImmediate(r));
     ac.abort();
     await assert.rejects(run, (e: Error & { code?: string }) => e.code === 'cancelled');
-    assert.deepEqual(children(), [], `nothing left behind after a cancel once ${what} ran`);
+    assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), [], `nothing left behind after a cancel once ${what} ran`);
   }
 });
 
@@ -254,7 +228,7 @@ test('a segfault is a crash naming the signal; exit(n) in main is an exited outc
   assert.equal(crash.steps.filter((s) => s.event === 'line').pop()!.line, 8, 'the last line is the faulting store');
   const exits = await traceViaLldb({ path: path.join(C, 'exits.c'), env: ENV, limits: LIMITS });
   assert.deepEqual(exits.outcome, { kind: 'exited', code: 3 });
-  assert.deepEqual(children(), []);
+  assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), []);
 });
 
 test("the parent's secrets reach neither lldb nor the program", async () => {
@@ -275,5 +249,5 @@ test("a compile error is a clear error with gcc's message", async () => {
   });
   assert.equal(code, 1);
   assert.match(errText, /gcc -g -O0 failed:[\s\S]*broken\.c/);
-  assert.deepEqual(children(), []);
+  assert.deepEqual(leftBehind(`${TMP}/execverify-c-`), []);
 });

@@ -5,7 +5,7 @@
 // server, scripted right and wrong), the real Python judge with its C rules.
 // No lldb: the test fails with what to install (CI installs it), never skips.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,7 @@ import { BUILTIN_TEMPLATES } from '../../src/engine/model/templates';
 import { pythonTracerDir } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
+import { leftBehind } from '../support/processes';
 
 const REPO = path.resolve(__dirname, '../..');
 const SOURCE = path.join(REPO, 'test/fixtures/live/walk.c');
@@ -44,26 +45,6 @@ let debuggee: number | undefined;
 /** Rejects when the program exits: no step of these tests may run it to its end. */
 let exited: Promise<never>;
 let threadId = 1;
-
-/** lldb processes under this one, and the program wherever it runs (lldb starts it in a process group of its own). */
-function leftBehind(): string[] {
-  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map(([, pid, ppid, args]) => ({ pid: pid!, ppid: ppid!, args: args! }));
-  const mine = new Set([String(process.pid)]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const r of rows)
-      if (!mine.has(r.pid) && mine.has(r.ppid)) {
-        mine.add(r.pid);
-        grew = true;
-      }
-  }
-  return rows.filter((r) => (mine.has(r.pid) && /(?:^|\/)lldb/.test(r.args)) || r.args.includes(PROGRAM)).map((r) => `${r.pid} ${r.args}`);
-}
 
 /** Resumes the session with `how` and reads the stop it comes to. */
 async function resume(how: Resume & ('next' | 'stepIn' | 'continue')): Promise<{ stop: LiveStop; reason: string }> {
@@ -141,8 +122,8 @@ after(async () => {
     }
   }
   // SIGKILL cannot be ignored: each ends once scheduled; then nothing may be left.
-  while (leftBehind().length > 0) await new Promise((r) => setTimeout(r, 20));
-  assert.deepEqual(leftBehind(), []);
+  while (leftBehind(PROGRAM).length > 0) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(leftBehind(PROGRAM), []);
   await server.close();
   await pool.close();
   rmSync(TMP, { recursive: true, force: true });

@@ -5,18 +5,16 @@
 // same package runs on 3.12: it is copied beside the test, as the 3.12
 // debuggee cannot import .venv's 3.11 site-packages).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import type { DebugProtocol } from '@vscode/debugprotocol';
-import { DapClient } from '../../src/engine/dap/client';
-import { stopProcessGroup } from '../../src/engine/dap/stops';
 import { recordFromHere, RecordRefused } from '../../src/engine/live/record';
 import { pythonTracerDir } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
 import type { Step, Trace, Value } from '../../src/engine/trace/schema';
+import { startDebugpySession, type DebugpySession } from '../support/debugpy-session';
 
 const REPO = path.resolve(__dirname, '../..');
 const VENV_PYTHON = path.join(REPO, '.venv/bin/python');
@@ -32,36 +30,8 @@ function python312(): string {
   return found;
 }
 
-interface Session {
-  adapter: ChildProcess;
-  dap: DapClient;
-  threadId: number;
-}
-
-/** A user's debug session: debugpy's adapter, the program launched under it, stopped at BREAK_LINE. */
-async function startSession(python: string, env: NodeJS.ProcessEnv): Promise<Session> {
-  const adapter = spawn(python, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
-  const dap = new DapClient(adapter.stdout!, adapter.stdin!);
-  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
-  const initialized = dap.waitFor('initialized');
-  const launched = dap.request('launch', {
-    request: 'launch',
-    type: 'debugpy',
-    name: 'user session',
-    program: PROGRAM,
-    cwd: path.dirname(PROGRAM),
-    python: [python],
-    justMyCode: true,
-    console: 'internalConsole',
-  });
-  launched.catch(() => undefined);
-  await initialized;
-  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: BREAK_LINE }] });
-  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
-  await dap.request('configurationDone', {});
-  await launched;
-  return { adapter, dap, threadId: (await first).body.threadId ?? 1 };
-}
+/** A user's debug session stopped at BREAK_LINE. */
+const startSession = (python: string, env: NodeJS.ProcessEnv) => startDebugpySession({ python, program: PROGRAM, breakpoints: [BREAK_LINE], env });
 
 /** Each step's event, function, line and the whole locals of its frame after it (set/del applied). */
 function states(steps: Step[]): Array<{ event: string; fn: string; line: number; locals: Record<string, Value> }> {
@@ -75,7 +45,7 @@ function states(steps: Step[]): Array<{ event: string; fn: string; line: number;
 }
 
 let work: string;
-const sessions: Session[] = [];
+const sessions: DebugpySession[] = [];
 
 before(() => {
   work = mkdtempSync(path.join(os.tmpdir(), 'live-record-'));
@@ -85,7 +55,7 @@ before(() => {
 });
 
 after(async () => {
-  for (const s of sessions) await stopProcessGroup(s.adapter);
+  for (const s of sessions) await s.close();
   rmSync(work, { recursive: true, force: true });
 });
 

@@ -2,7 +2,6 @@
 // debugpy (.venv) driven over DAP as VS Code would drive it, a model over HTTP
 // (the test server, scripted right and wrong), the real Python judge.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { DebugProtocol } from '@vscode/debugprotocol';
@@ -17,6 +16,7 @@ import { ModelProvider } from '../../src/engine/model';
 import { BUILTIN_TEMPLATES } from '../../src/engine/model/templates';
 import { pythonTracerDir } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
+import { startDebugpySession, type DebugpySession } from '../support/debugpy-session';
 import { startOpenAIServer, type OpenAIServer } from '../support/openai-server';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -29,7 +29,7 @@ let pool: TracerPool;
 let judge: JudgeClient;
 let server: OpenAIServer;
 let provider: ModelProvider;
-let adapter: ChildProcess;
+let session: DebugpySession;
 let dap: DapClient;
 let threadId = 1;
 
@@ -54,37 +54,12 @@ before(async () => {
   server = await startOpenAIServer();
   provider = new ModelProvider({ baseURL: server.url, model: 'm', retries: 0 });
   // A user's debug session: debugpy's adapter, the program launched under it, a breakpoint in walk().
-  adapter = spawn(PYTHON, ['-m', 'debugpy.adapter'], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
-  dap = new DapClient(adapter.stdout!, adapter.stdin!);
-  await dap.request('initialize', { clientID: 'test', adapterID: 'debugpy', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
-  const initialized = dap.waitFor('initialized');
-  const launched = dap.request('launch', {
-    request: 'launch',
-    type: 'debugpy',
-    name: 'user session',
-    program: PROGRAM,
-    cwd: path.dirname(PROGRAM),
-    python: [PYTHON],
-    justMyCode: true,
-    showReturnValue: true,
-    console: 'internalConsole',
-  });
-  launched.catch(() => undefined);
-  await initialized;
-  await dap.request('setBreakpoints', { source: { path: PROGRAM }, breakpoints: [{ line: 6 }] });
-  const first = dap.waitFor<DebugProtocol.StoppedEvent>('stopped');
-  await dap.request('configurationDone', {});
-  await launched;
-  threadId = (await first).body.threadId ?? 1;
+  session = await startDebugpySession({ python: PYTHON, program: PROGRAM, breakpoints: [6], showReturnValue: true });
+  ({ dap, threadId } = session);
 });
 
 after(async () => {
-  await dap.request('disconnect', { terminateDebuggee: true }).catch(() => undefined);
-  try {
-    process.kill(-adapter.pid!, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+  await session.close();
   await server.close();
   await pool.close();
 });
