@@ -556,43 +556,48 @@ def _run_chunk(jobs: list) -> list:
         # twice one job's budget: each job gets its own on top of what the child maps then (next_job)
         memory_mb=min(cap, 2 * first.memory_mb), output_bytes=first.output_bytes, allow_writes=False,
         message_bytes=sum(s.message_bytes for s in slimits))
-    ends: list = []  # per finished job: (index of its JOB_DONE in the messages, when it came)
-    seen = [0]
+    # Each finished job is assembled (its messages checked, its trace built)
+    # as its JOB_DONE arrives, while the child traces the next one: the
+    # worker's share of a job overlaps the child's instead of following it.
+    results: list = []
+    mine: list = []  # the messages of the job in progress
+    began = [0.0]  # when the job in progress began: the chunk's start, then the previous JOB_DONE
 
-    def on_message(kind, _payload):
-        seen[0] += 1
-        if kind == JOB_DONE:
-            now = time.monotonic()
-            ends.append((seen[0] - 1, now))
-            if len(ends) < len(jobs):
-                return now + slimits[len(ends)].wall_ms / 1000.0
+    def on_message(kind, payload):
+        if kind != JOB_DONE:
+            mine.append((kind, payload))
+            return None
+        now = time.monotonic()
+        k = len(results)
+        if k >= len(jobs):  # JOB_DONE is the tracer's; never more than its jobs
+            return None
+        one = sandbox.Outcome()
+        one.messages = list(mine)
+        del mine[:]
+        one.overflowed = sum(len(p) for _k, p in one.messages) > slimits[k].message_bytes
+        one.wall_ms = (now - began[0]) * 1000.0
+        began[0] = now
+        try:
+            results.append(_assemble(jobs[k], one, slimits[k]))
+        except JobError as e:
+            results.append(e)
+        if len(results) < len(jobs):
+            return now + slimits[len(results)].wall_ms / 1000.0
         return None
 
     server = prefork.server()
-    start = time.monotonic()
+    began[0] = time.monotonic()
     if server is not None:
         running = server.begin(CHUNK_JOB, marshal.dumps([_fields(j) for j in jobs]), limits)
-        start = running.start
-        out = server.finish(running, on_message, enough=lambda _out: len(ends) == len(jobs))
+        began[0] = running.start
+        server.finish(running, on_message, enough=lambda _out: len(results) == len(jobs))
     else:
         ensure_site()
         # a fork of this process has the jobs as they are here: marshal
         # rebuilds a set constant, and may change its order (a fork per job
         # gets the original)
-        out = sandbox.run_isolated(lambda ctx: _run_in_shared_child(ctx, list(jobs)), limits, on_message)
-    results: list = []
-    begin, t0 = 0, start
-    for job, sl, (end, t1) in zip(jobs, slimits, ends):
-        one = sandbox.Outcome()
-        one.messages = out.messages[begin:end]
-        one.overflowed = sum(len(p) for _k, p in one.messages) > sl.message_bytes
-        one.wall_ms = (t1 - t0) * 1000.0
-        try:
-            results.append(_assemble(job, one, sl))
-        except JobError as e:
-            results.append(e)
-        begin, t0 = end + 1, t1
-    results.extend(_run_one(j) for j in jobs[len(ends):])
+        sandbox.run_isolated(lambda ctx: _run_in_shared_child(ctx, list(jobs)), limits, on_message)
+    results.extend(_run_one(j) for j in jobs[len(results):])
     return results
 
 
