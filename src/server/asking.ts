@@ -113,7 +113,7 @@ export function truthText(q: Question): string {
   }
 }
 
-export function label(q: Question): string {
+function label(q: Question): string {
   switch (q.kind) {
     case 'next_line':
       return `next line after ${q.line}${q.k > 1 ? ` (run ${q.k})` : ''}`;
@@ -130,16 +130,24 @@ export function label(q: Question): string {
   }
 }
 
-export function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): QuestionVerdict {
+/** What was asked and what the model answered, as the editor shows it. */
+function asked(q: Question, answer: string | null | undefined): Omit<QuestionVerdict, 'actual' | 'ok'> {
   return {
     kind: q.kind,
     line: 'line' in q ? q.line : 0,
     label: label(q),
     ...('var' in q ? { var: q.var } : {}),
     predicted: answer === null || answer === undefined ? '(no answer)' : answer,
-    actual: truthText(q),
-    ok: v.correct,
   };
+}
+
+export function verdictOf(q: Question, answer: string | null | undefined, v: Verdict): QuestionVerdict {
+  return { ...asked(q, answer), actual: truthText(q), ok: v.correct };
+}
+
+/** A question whose truth could not be read exactly (a live step): shown as unknown, never ✓ or ✗. */
+export function unknownVerdict(q: Question, answer: string | null | undefined, why: string): QuestionVerdict {
+  return { ...asked(q, answer), actual: 'unknown', ok: false, unknown: why };
 }
 
 export async function predictStep(engine: Answering, trace: Trace, step: number, access: ModelAccess, signal: AbortSignal): Promise<StepPredictionResult> {

@@ -12,7 +12,7 @@ import { liveAdapter, readLiveStop, type LiveStop } from '../engine/live/stop';
 import { LiveTransition, type LiveAsk, type LiveJudged } from '../engine/live/transition';
 import { pythonTracerDir } from '../engine/python';
 import type { Question } from '../engine/questions';
-import { label, verdictOf } from './asking';
+import { unknownVerdict, verdictOf } from './asking';
 import { EngineError, type Engine, type ModelAccess } from './engine-port';
 import type { LiveSessions, LiveSessionState } from './live-sessions';
 import type { LiveResumed, Prediction, QuestionVerdict, ShownValue, StepVerdict } from './protocol';
@@ -248,17 +248,7 @@ export function stepVerdict(prediction: Prediction, ask: LiveAsk, judged: LiveJu
         actualValues[truth.var] = 'nil' in truth.truth ? { value: 'Nil', type: 'Nil' } : { value: truth.truth.repr, type: truth.truth.type };
       return verdictOf(truth, answers[i], r.verdict);
     }
-    const answer = answers[i];
-    return {
-      kind: q.kind,
-      line: 'line' in q ? q.line : 0,
-      label: label(q),
-      ...('var' in q ? { var: q.var } : {}),
-      predicted: answer === null || answer === undefined ? '(no answer)' : answer,
-      actual: 'unknown',
-      ok: false,
-      unknown: r?.status === 'unknown' ? r.why : why,
-    };
+    return unknownVerdict(q, answers[i], r?.status === 'unknown' ? r.why : why);
   });
   const known = questions.filter((q) => q.unknown === undefined);
   return {
