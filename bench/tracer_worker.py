@@ -8,7 +8,7 @@ fork server, inside the sandbox).
 JOBS: [{"source", "expr"}], as naive_tracer.py reads; BATCH: jobs per
 request (default 32, the pool's). Prints the wall time of one warm pass and
 the worker's CPU in it (its children's not included: the fork server reaps
-them), then with `profile` the 25 functions of the worker with the most own
+them), the static check's and the compiles' time per job, then with `profile` the 25 functions of the worker with the most own
 time (cProfile; the profiler slows the worker down, so its times are
 relative). A worker waiting for its child shows as select.select.
 """
@@ -49,6 +49,17 @@ def main() -> int:
         for line in lines:
             worker.handle(line)
 
+    # the worker's two steps per job that run no code, timed apart
+    from execverify import shareable
+    t0 = time.perf_counter()
+    for j in jobs:
+        shareable.is_shareable(j["source"], j["expr"])
+    check = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for j in jobs:
+        compile(j["source"], "<job>", "exec", dont_inherit=True)
+        compile(j["expr"], "<entry>", "eval", dont_inherit=True)
+    compiled = time.perf_counter() - t0
     one_pass()  # warm
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
@@ -60,6 +71,8 @@ def main() -> int:
     # worker module may have pointed sys.stdout elsewhere
     out = "%d jobs, batches of %d, one worker: wall %.3f s, the worker's CPU %.3f s (%.3f ms per job)\n" % (
         len(jobs), batch, wall, cpu, cpu * 1000.0 / len(jobs))
+    out += "  of which, timed apart: the static check (shareable.is_shareable) %.3f ms per job, compiling program and entry %.3f ms\n" % (
+        check * 1000.0 / len(jobs), compiled * 1000.0 / len(jobs))
     if "profile" in sys.argv[3:]:
         prof = cProfile.Profile()
         prof.enable()
