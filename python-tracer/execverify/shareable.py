@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 from collections import deque
 from typing import Any
 
@@ -71,11 +72,28 @@ _ALLOWED = _STATEMENTS + _EXPRESSIONS + _PARTS + _OLD
 def is_shareable(source: str, entry: str) -> bool:
     """Whether the job `source` + entry expression `entry` may share an
     interpreter with other shareable jobs. False for anything the rules do
-    not allow, and for anything unexpected (deep nesting, a parse error)."""
-    try:
-        return _first_refusal(ast.parse(source, mode="exec"), ast.parse(entry.strip(), mode="eval")) is None
-    except BaseException:  # noqa: B902 - RecursionError, MemoryError, SyntaxError, ...: not shareable
-        return False
+    not allow, and for anything unexpected (deep nesting, a parse error).
+
+    The verdict depends on the two texts only, so the worker keeps the last
+    _KEPT of them by a SHA-256 of both: a job traced again (the editor, a
+    benchmark's second pass, a harvest's reruns) is not parsed and walked
+    again. A verdict refused by a passing error (MemoryError) is kept too:
+    it only makes the job run alone."""
+    key = hashlib.sha256(("%d:%s%s" % (len(entry), entry, source)).encode("utf-8", "surrogatepass")).digest()
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        try:
+            verdict = _first_refusal(ast.parse(source, mode="exec"), ast.parse(entry.strip(), mode="eval")) is None
+        except BaseException:  # noqa: B902 - RecursionError, MemoryError, SyntaxError, ...: not shareable
+            verdict = False
+        if len(_VERDICTS) >= _KEPT:
+            _VERDICTS.clear()  # a bound, not an LRU: a worker rarely sees this many distinct jobs
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+_KEPT = 8192
+_VERDICTS: dict = {}
 
 
 def why_not(source: str, entry: str):
