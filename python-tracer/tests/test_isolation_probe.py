@@ -1,0 +1,60 @@
+"""isolation._probe: whether bubblewrap can make the sandbox here, asked once
+per worker start (with os.posix_spawn, not subprocess). A real bubblewrap
+says yes; one that fails says why; one that never answers is killed and
+said; one that cannot run is said."""
+import os
+import stat
+import tempfile
+import unittest
+
+from execverify import isolation
+
+
+class TheProbe(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def fake(self, body: str) -> str:
+        path = os.path.join(self.dir.name, "bwrap")
+        with open(path, "w") as fh:
+            fh.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, stat.S_IRWXU)
+        return path
+
+    def test_the_real_bubblewrap_makes_the_sandbox(self):
+        bwrap = isolation.bwrap_path()
+        self.assertIsNotNone(bwrap, "bubblewrap is installed by scripts/setup.sh and .ci/run")
+        self.assertIsNone(isolation._probe(bwrap))
+
+    def test_a_failing_bubblewrap_says_why(self):
+        why = isolation._probe(self.fake('echo "bwrap: No permissions to create new namespace" >&2; exit 1'))
+        self.assertIn("could not create the sandbox", why)
+        self.assertIn("No permissions to create new namespace", why)
+
+    def test_a_bubblewrap_killed_by_a_signal_is_a_failure(self):
+        why = isolation._probe(self.fake("kill -9 $$"))
+        self.assertIn("could not create the sandbox", why)
+
+    def test_one_that_never_answers_is_killed_and_said(self):
+        fake = self.fake("exec sleep 600")
+        why = isolation._probe(fake, timeout=0.5)
+        self.assertIn("no answer", why)
+        # reaped: no process of ours runs the fake any more
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                        self.assertNotIn(b"sleep\x00600", fh.read())
+                except OSError:
+                    pass
+
+    def test_one_that_cannot_run_is_said(self):
+        path = os.path.join(self.dir.name, "missing-bwrap")
+        self.assertIn("could not run", isolation._probe(path))
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))  # there, not executable
+        self.assertIn("could not run", isolation._probe(path))
+
+
+if __name__ == "__main__":
+    unittest.main()
