@@ -245,6 +245,36 @@ function sums(results: Array<unknown>, from = 0): void {
   });
 }
 
+test('traceMany: a batch whose answer is longer than maxAnswerBytes is traced job by job; one trace too long is answer_too_large', async () => {
+  const one = new TracerPool({ size: 1 });
+  try {
+    const job = (n: number) => ({ path: SUM, entry: { kind: 'call' as const, expr: `f(list(range(${n})))` } });
+    const alone = await one.trace(job(40));
+    const size = JSON.stringify(alone).length;
+    // Four such traces in one answer are over the bound, each alone is under it.
+    const small = new TracerPool({ size: 1, maxAnswerBytes: Math.ceil(size * 1.5) });
+    try {
+      const got = await small.traceMany([job(40), job(41), job(42), job(40)]);
+      for (const [i, t] of got.entries()) assert.ok(!(t instanceof Error), `job ${i}: ${String(t)}`);
+      const traces = got as Exclude<(typeof got)[number], TracerError>[];
+      assert.deepEqual(
+        traces.map((t) => t.outcome),
+        [780, 820, 861, 780].map((n) => ({ kind: 'returned', value: { repr: String(n), type: 'int', literal: true } })),
+      );
+      assert.deepEqual(traces[0]!.steps, alone.steps);
+      // One trace longer than the bound: a clear error, and the worker goes on.
+      const [big] = await small.traceMany([job(400)]);
+      assert.ok(big instanceof TracerError && big.code === 'answer_too_large', String(big));
+      assert.match(big.message, /bytes, more than/);
+      assert.deepEqual((await small.trace(job(40))).steps, alone.steps);
+    } finally {
+      await small.close();
+    }
+  } finally {
+    await one.close();
+  }
+});
+
 test('traceMany: a batch waiting behind one whose worker dies runs on the next worker', async () => {
   const { pool: own, spawned } = spyingPool(1);
   try {

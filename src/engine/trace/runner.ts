@@ -77,6 +77,11 @@ export class TracerPool extends WorkerPool {
         try {
           raw = await this.submit('trace_batch', { jobs: batch.map((b) => b.job) }, signal, wall + this.graceMs, true);
         } catch (err) {
+          if ((err as TracerError).code === 'answer_too_large' && batch.length > 1) {
+            // Big traces: each alone fits in an answer (traceBytes bounds one trace).
+            await Promise.all(batch.map(async (b) => (out[b.index] = await this.trace(b.job, signal).catch((e: TracerError) => e))));
+            return;
+          }
           for (const b of batch) out[b.index] = err as TracerError;
           return;
         }

@@ -82,7 +82,17 @@ export interface WorkerPoolOptions {
    * itself; this is only a safety net).
    */
   graceMs?: number;
+  /**
+   * The longest answer line read (default 256 MiB; V8 cannot make a string
+   * of more than ~512 Mi characters). One trace is at most `traceBytes`
+   * (64 MiB) and its output; a batch of big traces may be longer: it fails
+   * with `answer_too_large` and TracerPool.traceMany traces its jobs one by one.
+   */
+  maxAnswerBytes?: number;
 }
+
+/** WorkerPoolOptions.maxAnswerBytes's default. */
+export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 interface Pending {
   id: number;
@@ -285,7 +295,15 @@ class Worker {
     if (!job) return; // a late answer to a cancelled job: ignore
     let parsed: z.infer<typeof ResponseSchema>;
     try {
-      parsed = ResponseSchema.parse(JSON.parse(line.toString('utf8')));
+      parsed =
+        line.length > this.pool.maxAnswerBytes
+          ? // Read whole and in step with the worker, but not made into a string: the job fails alone.
+            {
+              id: job.id,
+              ok: false,
+              error: { code: 'answer_too_large', message: `the worker's answer to '${job.op}' is ${line.length} bytes, more than ${this.pool.maxAnswerBytes}` },
+            }
+          : ResponseSchema.parse(JSON.parse(line.toString('utf8')));
     } catch (err) {
       this.finish(job);
       this.kill();
@@ -351,6 +369,7 @@ export class WorkerPool {
   private readonly jobEnv: Record<string, string> | undefined;
   private readonly spawn: SpawnFn;
   protected readonly graceMs: number;
+  readonly maxAnswerBytes: number;
   private readonly tracerDir: string | undefined;
   private workers: Worker[] = [];
   private idle: Worker[] = [];
@@ -365,6 +384,7 @@ export class WorkerPool {
     this.size = Math.max(1, options.size ?? os.availableParallelism());
     this.spawn = options.spawn ?? (nodeSpawn as SpawnFn);
     this.graceMs = options.graceMs ?? 10_000;
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     this.tracerDir = options.tracerDir;
     this.env = env;
     this.jobEnv = options.jobEnv;
