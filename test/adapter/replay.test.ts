@@ -3,9 +3,9 @@
 import { after, afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import * as path from 'node:path';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { closePool, launch, locals, move, program, REPO, startAdapter, startSession, where, type Adapter } from './harness';
+import { installedPythons } from '../support/pythons';
+import { closePool, launch, locals, move, program, startAdapter, startSession, where, type Adapter } from './harness';
 
 let current: Adapter | undefined;
 async function adapter(): Promise<Adapter> {
@@ -366,11 +366,7 @@ async function children(a: Adapter, ref: number): Promise<Record<string, DebugPr
 }
 
 test('the launch configuration chooses the interpreter and extra environment of the run', async () => {
-  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
-    .split('\n')
-    .filter(Boolean);
-  const python = pythons[0];
-  assert.ok(python, 'scripts/pythons.sh lists no interpreter');
+  const python = installedPythons()[0]!;
   const version = execFileSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
   const a = await adapter();
   const exited = a.dc.waitForEvent('exited');

@@ -6,7 +6,6 @@
 // execverify/dap requests with the session's DAP connection. debugpy is
 // .venv's, copied beside the test for 3.12 (test/unit/live-record.test.ts).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +17,7 @@ import { TraceSchema } from '../../src/engine/trace/schema';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import { TraceResultSchema } from '../../src/server/protocol';
 import { closePool, launch, move, startAdapter, where } from '../adapter/harness';
+import { pythonOf } from '../support/pythons';
 import { startDebugpySession } from '../support/debugpy-session';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
@@ -26,13 +26,7 @@ const VENV_PYTHON = path.join(REPO, '.venv/bin/python');
 const PROGRAM = path.join(REPO, 'test/fixtures/live/record.py');
 const BREAK_LINE = 8; // `acc += square(x)`: hit once per element of [1, 2, 3]
 
-function python312(): string {
-  const found = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
-    .split('\n')
-    .find((p) => /python3\.12$/.test(p));
-  assert.ok(found, 'this test needs Python 3.12 (scripts/pythons.sh found none)');
-  return found;
-}
+const python312 = () => pythonOf('3.12');
 
 interface Session {
   id: string;

@@ -3,7 +3,6 @@
 // TestCase), the real judge, and the model played by the OpenAI-compatible
 // test server on 127.0.0.1, right on some questions and wrong on others.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,9 +14,9 @@ import { standaloneCall, testRun } from '../../src/engine/simulate/test-predict'
 import { TracerPool } from '../../src/engine/trace/runner';
 import { TestPredictionSchema, type TestPrediction } from '../../src/server/protocol';
 import { startOpenAIServer, type OpenAIServer, type Reply } from '../support/openai-server';
+import { installedPythons } from '../support/pythons';
 import { startServer, type ServerUnderTest } from './lsp-client';
 
-const REPO = path.resolve(__dirname, '..', '..');
 const ws = mkdtempSync(path.join(tmpdir(), 'ev-test-lens-'));
 writeFileSync(path.join(ws, 'calc.py'), ['def add(a, b):', '    return a + b', '', '', 'def mul(a, b):', '    return a * b', ''].join('\n'));
 const file = path.join(ws, 'test_calc.py');
@@ -300,10 +299,7 @@ test('a call stands alone when its arguments are literals only', () => {
 });
 
 test('on every installed Python 3.8–3.13: a unittest method (setUp ran) and a pytest function run and read right, with the tested call value', async () => {
-  const pythons = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
-    .split('\n')
-    .filter(Boolean);
-  assert.ok(pythons.length > 0, 'scripts/pythons.sh found no interpreter');
+  const pythons = installedPythons();
   const tests = findTests(source);
   const unit = tests.find((t) => t.name === 'test_base')!;
   const fn = tests.find((t) => t.name === 'test_double')!;

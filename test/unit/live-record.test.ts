@@ -5,7 +5,6 @@
 // same package runs on 3.12: it is copied beside the test, as the 3.12
 // debuggee cannot import .venv's 3.11 site-packages).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { recordFromHere, RecordRefused } from '../../src/engine/live/record';
 import { pythonTracerDir } from '../../src/engine/python';
 import { TracerPool } from '../../src/engine/trace/runner';
 import type { Step, Trace, Value } from '../../src/engine/trace/schema';
+import { pythonOf } from '../support/pythons';
 import { startDebugpySession, type DebugpySession } from '../support/debugpy-session';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -22,13 +22,7 @@ const PROGRAM = path.join(REPO, 'test/fixtures/live/record.py');
 const BREAK_LINE = 8; // `acc += square(x)`, first stop: x = 1, acc = 0
 const tracerDir = pythonTracerDir();
 
-function python312(): string {
-  const found = execFileSync('bash', [path.join(REPO, 'scripts/pythons.sh')], { encoding: 'utf8' })
-    .split('\n')
-    .find((p) => /python3\.12$/.test(p));
-  assert.ok(found, 'this test needs Python 3.12 (scripts/pythons.sh found none)');
-  return found;
-}
+const python312 = () => pythonOf('3.12');
 
 /** A user's debug session stopped at BREAK_LINE. */
 const startSession = (python: string, env: NodeJS.ProcessEnv) => startDebugpySession({ python, program: PROGRAM, breakpoints: [BREAK_LINE], env });
