@@ -133,6 +133,21 @@ class Outcome:
         return [p for k, p in self.messages if k == kind]
 
 
+# The signals by which a limit reaches the child (on_limit_signals).
+_LIMIT_SIGNALS = (signal.SIGUSR1, signal.SIGXCPU, signal.SIGPROF)
+
+
+def on_limit_signals(ctx: "Context") -> None:
+    """The child's handlers for the limits that arrive as signals: the wall
+    time (SIGUSR1, sent by the parent) and the CPU time (SIGXCPU from the
+    rlimit, SIGPROF from the timer)."""
+    signal.signal(signal.SIGUSR1, lambda s, f: ctx.limit(
+        "wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms))
+    cpu = lambda s, f: ctx.limit("cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms)  # noqa: E731
+    signal.signal(signal.SIGXCPU, cpu)
+    signal.signal(signal.SIGPROF, cpu)
+
+
 class Context:
     """The child's side: send messages, report limits, capture output."""
 
@@ -156,15 +171,23 @@ class Context:
     def send(self, kind: bytes, payload: bytes) -> None:
         self.write_frames(frame(kind, payload))
 
-    def write_frames(self, data: bytes, _write=os.write, _view=memoryview) -> None:
+    def write_frames(self, data: bytes, _write=os.write, _view=memoryview, _mask=signal.pthread_sigmask,
+                     _block=signal.SIG_BLOCK, _setmask=signal.SIG_SETMASK) -> None:
         # Bound at definition: the traced program may rebind builtins or os.
-        view = _view(data)
-        while view:
-            try:
-                n = _write(self.fd, view)
-            except InterruptedError:
-                continue
-            view = view[n:]
+        # The limit signals wait until the frames are written whole: a
+        # limit's handler writes frames of its own, and one of them inside a
+        # frame cut short (a pipe that was full) would corrupt both.
+        old = _mask(_block, _LIMIT_SIGNALS)
+        try:
+            view = _view(data)
+            while view:
+                try:
+                    n = _write(self.fd, view)
+                except InterruptedError:
+                    continue
+                view = view[n:]
+        finally:
+            _mask(_setmask, old)  # a limit that arrived meanwhile is handled here
 
     def limit(self, kind: str, message: str):
         """Stops the child now with a limit outcome; never returns. A second
@@ -387,12 +410,7 @@ def child_detach(ctx: Context, fds=None, keep=()) -> None:
             signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError):
             pass
-    signal.signal(signal.SIGUSR1, lambda s, f: ctx.limit(
-        "wall_time", "the run took longer than %d ms" % ctx.limits.wall_ms))
-    signal.signal(signal.SIGXCPU, lambda s, f: ctx.limit(
-        "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
-    signal.signal(signal.SIGPROF, lambda s, f: ctx.limit(
-        "cpu_time", "the run used more than %d ms of CPU" % ctx.limits.cpu_ms))
+    on_limit_signals(ctx)
     sys.stdout = ctx.stdout
     sys.stderr = ctx.stderr
     sys.dont_write_bytecode = True

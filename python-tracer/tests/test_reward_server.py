@@ -406,8 +406,13 @@ class Processes(unittest.TestCase):
             before = children(server.proc.pid)
             self.assertEqual(len(before), 2)
             os.kill(before[0], signal.SIGKILL)
-            for _ in range(12000):  # the replacement is ready (at most two minutes on a loaded machine)
-                if metric(server, "execverify_reward_workers") == 2 and children(server.proc.pid) != before:
+            # The replacement is ready (at most two minutes on a loaded machine): two processes,
+            # the killed one not among them, and both counted ready. The supervisor reaps the
+            # killed one before it clears its gauge, and the new one clears its own before it is
+            # ready, so the gauge alone may still count the dead one for a moment.
+            for _ in range(12000):
+                now = children(server.proc.pid)
+                if len(now) == 2 and before[0] not in now and metric(server, "execverify_reward_workers") == 2:
                     break
                 time.sleep(0.01)
             after = children(server.proc.pid)

@@ -2,14 +2,19 @@
 evaluation. Each refusal and limit is seen from the parent, which survives."""
 from __future__ import annotations
 
+import array
+import fcntl
+import json
 import os
 import signal
+import termios
 import tempfile
 import threading
 import time
 import unittest
 
 from execverify import sandbox
+from execverify.protocol import HEADER
 from execverify.sandbox import Limits, call_isolated, run_isolated
 
 FAST = dict(wall_ms=1500, cpu_ms=1000, memory_mb=200)
@@ -101,6 +106,55 @@ class RunIsolated(unittest.TestCase):
         out = run_isolated(fn, Limits(wall_ms=300, cpu_ms=1000, grace_ms=200))
         self.assertEqual(out.chunks(b"S"), [b"before"])
         self.assertTrue(out.wall_killed)
+
+    def test_a_limit_that_arrives_while_a_full_pipe_holds_a_frame_back_waits_for_the_frame(self):
+        # The wall-time signal reaches a child blocked in the write of a big
+        # frame (the pipe is full). The limit's own frame follows that one,
+        # whole: it used to land inside it, and the parent read neither.
+        r, w = os.pipe()
+        fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ: the smallest pipe, full at once
+        capacity = fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
+        payload = bytes(range(256)) * 1024
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                os.close(r)
+                ctx = sandbox.Context(w, Limits(wall_ms=1234))
+                sandbox.on_limit_signals(ctx)
+                ctx.send(b"S", payload)  # blocks: nobody reads yet
+                code = 4  # not reached: the limit exits (0) as soon as the frame is out
+            finally:
+                os._exit(code)
+        os.close(w)
+        queued = array.array("i", [0])
+        for _ in range(60000):  # the child has filled the pipe and waits in its write (at most a minute)
+            fcntl.ioctl(r, termios.FIONREAD, queued)
+            if queued[0] >= capacity:
+                break
+            time.sleep(0.001)
+        self.assertEqual(queued[0], capacity)
+        os.kill(pid, signal.SIGUSR1)
+        data = b""
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode")
+                         else os.WEXITSTATUS(status), 0)
+        frames = []
+        while data:
+            kind, n = HEADER.unpack_from(data)
+            self.assertGreaterEqual(len(data), HEADER.size + n, "a frame cut short")
+            frames.append((kind, data[HEADER.size:HEADER.size + n]))
+            data = data[HEADER.size + n:]
+        self.assertEqual([k for k, _ in frames], [b"S", b"L"])
+        self.assertEqual(frames[0][1], payload)
+        self.assertEqual(json.loads(frames[1][1]),
+                         {"limit": "wall_time", "message": "the run took longer than 1234 ms"})
 
 
 if __name__ == "__main__":
