@@ -37,15 +37,16 @@ class TheProbe(unittest.TestCase):
         self.assertIn("could not create the sandbox", why)
 
     def test_one_that_never_answers_is_killed_and_said(self):
-        fake = self.fake("exec sleep 600")
+        seconds = "600.%d" % os.getpid()  # this test's own: another suite may run the same test beside it
+        fake = self.fake("exec sleep " + seconds)
         why = isolation._probe(fake, timeout=0.5)
         self.assertIn("no answer", why)
-        # reaped: no process of ours runs the fake any more
+        # reaped: no process runs the fake any more
         for pid in os.listdir("/proc"):
             if pid.isdigit():
                 try:
                     with open("/proc/%s/cmdline" % pid, "rb") as fh:
-                        self.assertNotIn(b"sleep\x00600", fh.read())
+                        self.assertNotIn(b"sleep\x00" + seconds.encode() + b"\x00", fh.read())
                 except OSError:
                     pass
 

@@ -47,7 +47,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
         # the worker knows it, and the next job in the batch runs as usual
         src = "def f():\n    n = 10 ** 11\n    return sum(range(n))\n"
         r = self.w.request("trace_batch", jobs=[
-            {"source": src, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}, "limits": dict(QUICK, wallTimeMs=300)},
+            {"source": src, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}, "limits": dict(QUICK, wallTimeMs=1000)},
             {"source": GOOD, "path": "good.py", "entry": {"kind": "call", "expr": "f([4, 5])"}}])
         stuck, good = r["result"]["traces"]
         self.assertLimit(stuck, "wall_time")
@@ -62,7 +62,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
                 {"source": stuck, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}},
                 {"source": GOOD, "path": "c.py", "entry": {"kind": "call", "expr": "f([5, 6])"}}]
         for job in jobs:
-            job["limits"] = dict(QUICK, wallTimeMs=300)
+            job["limits"] = dict(QUICK, wallTimeMs=1000)
         a, b, s, c = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
         self.assertEqual([t["outcome"]["value"]["repr"] for t in (a, b, c)], ["3", "7", "11"])
         self.assertEqual([t["files"][0]["path"] for t in (a, b, c)], ["a.py", "b.py", "c.py"])
@@ -71,7 +71,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
 
     def test_a_python_loop_after_others_in_its_group_keeps_their_results_and_its_steps(self):
         hang = "def f():\n    n = 0\n    while True:\n        n += 1\n"
-        lim = dict(QUICK, wallTimeMs=400, cpuTimeMs=5000)
+        lim = dict(QUICK, wallTimeMs=1000, cpuTimeMs=5000)
         jobs = [{"source": GOOD, "path": "a.py", "entry": {"kind": "call", "expr": "f([1, 2])"}, "limits": lim},
                 {"source": hang, "path": "hang.py", "entry": {"kind": "call", "expr": "f()"}, "limits": lim},
                 {"source": GOOD, "path": "b.py", "entry": {"kind": "call", "expr": "f([3, 4])"}, "limits": lim}]
