@@ -14,7 +14,9 @@ import subprocess
 import sys
 import unittest
 
-from execverify import cruxeval, expr_eval, isolation, plain_value, reward
+from execverify import cruxeval, expr_eval, plain_value, reward
+
+from .tracer_support import JudgesAnswers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INT = {"repr": "6", "type": "int", "literal": True}
@@ -51,22 +53,7 @@ def truth_json(answer_kind="output", value=INT, code="", fn="f"):
                        "questions": [{"kind": answer_kind, "truth": truth}]})
 
 
-class Context(unittest.TestCase):
-    """These tests run where the project runs; where the OS has no sandbox
-    they opt in, as a user would (the refusal itself is tested below)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = os.environ.get(expr_eval.ALLOW_UNISOLATED_ENV)
-        if isolation.status()["mechanism"] != "available" and not isolation.status()["isolated"]:
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = "1"
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.saved is None:
-            os.environ.pop(expr_eval.ALLOW_UNISOLATED_ENV, None)
-        else:
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = cls.saved
+Context = JudgesAnswers  # the refusal without a sandbox is tested below
 
 
 class ForgedFrames(Context):

@@ -7,13 +7,13 @@ no child is asked for, the verdicts are the ones a child gives, and every
 answer or program outside that narrow shape still goes to a child."""
 from __future__ import annotations
 
-import os
 import sys
 import unittest
 
-from execverify import cruxeval, expr_eval, isolation
+from execverify import cruxeval, expr_eval
 
 from .test_judge_cruxeval import explained, load_bench
+from .tracer_support import JudgesAnswers
 
 
 def official(code, answer, expected):
@@ -72,22 +72,9 @@ class NoChild(unittest.TestCase):
 
 
 @unittest.skipUnless(sys.platform.startswith("linux"), "the children's road needs the Linux sandbox")
-class SameVerdictsAsAChild(unittest.TestCase):
+class SameVerdictsAsAChild(JudgesAnswers):
     """The dataset's own outputs, and wrong literals, judged without a child
     and (written as `[answer][0]`, which is no literal) in one."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = os.environ.get(expr_eval.ALLOW_UNISOLATED_ENV)
-        if not isolation.status()["isolated"] and isolation.status()["mechanism"] != "available":
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = "1"
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.saved is None:
-            os.environ.pop(expr_eval.ALLOW_UNISOLATED_ENV, None)
-        else:
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = cls.saved
 
     def test_the_benchmarks_outputs(self):
         rows = load_bench(120)

@@ -12,9 +12,9 @@ import textwrap
 import time
 import unittest
 
-from execverify import expr_eval, isolation, prefork, tracer
+from execverify import expr_eval, prefork, tracer
 
-from .tracer_support import TRACER_DIR, WORKER_MAIN, Worker, WorkerTestCase
+from .tracer_support import TRACER_DIR, WORKER_MAIN, JudgesAnswers, Worker, WorkerTestCase
 
 # A job that looks for `needle` (given in two halves, so that the whole never
 # exists in its own memory) in every readable mapping of its own process.
@@ -105,22 +105,9 @@ FALSE = {"repr": "False", "type": "bool", "literal": True}
 
 
 @unittest.skipUnless(prefork.available(), "the fork server needs Linux")
-class AnswersHoldOnlyTheirOwn(unittest.TestCase):
+class AnswersHoldOnlyTheirOwn(JudgesAnswers):
     """An answer's child holds neither the truths nor the other answers of its
     batch: an answer that scans its own memory for them finds nothing."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = os.environ.get(expr_eval.ALLOW_UNISOLATED_ENV)
-        if not isolation.status()["isolated"] and isolation.status()["mechanism"] != "available":
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = "1"
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.saved is None:
-            os.environ.pop(expr_eval.ALLOW_UNISOLATED_ENV, None)
-        else:
-            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = cls.saved
 
     @staticmethod
     def scan(a, b):

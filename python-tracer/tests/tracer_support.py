@@ -10,11 +10,32 @@ import sys
 import textwrap
 import unittest
 
-from execverify import tracer
+from execverify import expr_eval, isolation, tracer
 
 TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # How the TracerPool starts a worker (runner.ts WORKER_MAIN): `-m` without runpy.
 WORKER_MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
+
+
+class JudgesAnswers(unittest.TestCase):
+    """Tests that evaluate answers run where the project runs: where the OS
+    has no sandbox they opt in (EXECVERIFY_ALLOW_UNISOLATED=1), as a user
+    would; the refusal itself is tested in test_adversarial_judge."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.saved = os.environ.get(expr_eval.ALLOW_UNISOLATED_ENV)
+        if not isolation.status()["isolated"] and isolation.status()["mechanism"] != "available":
+            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = "1"
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.saved is None:
+            os.environ.pop(expr_eval.ALLOW_UNISOLATED_ENV, None)
+        else:
+            os.environ[expr_eval.ALLOW_UNISOLATED_ENV] = cls.saved
+        super().tearDownClass()
 
 
 def run(src, expr="f()", **params):
