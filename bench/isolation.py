@@ -27,7 +27,7 @@ import resource  # noqa: E402
 
 from execverify import isolation, prefork, sandbox, seccomp, tracer  # noqa: E402
 
-MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
+MAIN = isolation.WORKER_MAIN
 
 
 def worker_start_ms(env: dict, n: int) -> float:

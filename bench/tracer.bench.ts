@@ -30,14 +30,30 @@ import type { Step, Trace, Value } from '../src/engine/trace/schema';
 const python = resolvePython(undefined, process.env);
 const BENCH = join(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
 
-function run(args: string[]): Promise<string> {
+function run(args: string[], interpreter = python): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(python, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(interpreter, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     const chunks: Buffer[] = [];
     p.stdout.on('data', (c: Buffer) => chunks.push(c));
     p.on('error', reject);
     p.on('exit', (code) => (code === 0 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`${args.join(' ')} exited ${code}`))));
   });
+}
+
+/**
+ * CPU ms of this process and of every descendant it has reaped (Linux:
+ * /proc/self/stat utime + stime + cutime + cstime, kernel-counted), or NaN
+ * elsewhere: the work either side does, which wall time on two shared cores
+ * hides (on a microVM it still moves between runs: a busy host makes the
+ * same work cost more CPU).
+ */
+function treeCpuMs(): number {
+  try {
+    const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100; // USER_HZ: 100 on Linux
+  } catch {
+    return NaN;
+  }
 }
 
 interface Row {
@@ -54,9 +70,9 @@ async function partA(rows: Row[]): Promise<string[]> {
   const jobs = rows.map((r) => ({ source: r.code, path: `${r.id}.py`, entry: { kind: 'call' as const, expr: `f(${r.input})` } }));
 
   // naive: one process, everything in-process, JSON lines parsed here
-  async function naive(): Promise<{ ms: number; pythonMs: number; results: Array<{ result?: string | null }> }> {
+  async function naive(interpreter = python): Promise<{ ms: number; pythonMs: number; results: Array<{ result?: string | null }> }> {
     const t0 = performance.now();
-    const out = await run([join(__dirname, 'naive_tracer.py'), jobsFile]);
+    const out = await run([join(__dirname, 'naive_tracer.py'), jobsFile], interpreter);
     const results = out
       .trim()
       .split('\n')
@@ -70,10 +86,15 @@ async function partA(rows: Row[]): Promise<string[]> {
   // worker forks each job's child itself (EXECVERIFY_PREFORK=off, the design
   // before the fork server), for the comparison in the same run; `alone`:
   // every job in a child of its own, shareable ones too (EXECVERIFY_SHARE=off).
-  async function cold(size?: number, forkPerJob = false, alone = false): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
+  async function cold(
+    size?: number,
+    forkPerJob = false,
+    alone = false,
+    interpreter = python,
+  ): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
     const t0 = performance.now();
     const env = { ...process.env, ...(forkPerJob ? { EXECVERIFY_PREFORK: 'off' } : {}), ...(alone ? { EXECVERIFY_SHARE: 'off' } : {}) };
-    const pool = new TracerPool({ python, size, env });
+    const pool = new TracerPool({ python: interpreter, size, env });
     const traces: Trace[] = [];
     let steps = 0;
     for (const t of await pool.traceMany(jobs)) {
@@ -137,6 +158,33 @@ async function partA(rows: Row[]): Promise<string[]> {
   const warmMs = performance.now() - t0;
   await ours.pool.close();
 
+  // The target row again in CPU time: every process either side ran
+  // (Node included), from start to the last process gone, interleaved.
+  const naiveCpu: number[] = [];
+  const oursCpu: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    let c0 = treeCpuMs();
+    await naive();
+    naiveCpu.push(treeCpuMs() - c0);
+    c0 = treeCpuMs();
+    const c = await cold();
+    await c.pool.close();
+    oursCpu.push(treeCpuMs() - c0);
+  }
+  // `python3` may be a launcher (pyenv's shim is a shell script: some 60 ms
+  // of CPU before Python starts): both sides pay it, ours once per worker.
+  // The same comparison with the interpreter it resolves to, informative.
+  const real = (await run(['-c', 'import sys; print(sys.executable)'])).trim();
+  const realRatios: number[] = [];
+  if (real && real !== python) {
+    for (let r = 0; r < 3; r++) {
+      const n = await naive(real);
+      const c = await cold(undefined, false, false, real);
+      await c.pool.close();
+      realRatios.push(c.ms / n.ms);
+    }
+  }
+
   // The engine's own share, no Python at all: the 800 traces' JSON parsed,
   // validated and decoded again in this process (part of every "ours" row).
   const texts = ours.traces.map((t) => JSON.stringify(t));
@@ -181,6 +229,10 @@ async function partA(rows: Row[]): Promise<string[]> {
     }),
     `    ours, pool.trace one job per request (once)                    ${s(singleMs)} s   ratio ${(singleMs / naiveMed).toFixed(2)}`,
     `    ours, traceMany again on the warm pool (no start-up)           ${s(warmMs)} s   ratio ${(warmMs / naiveMed).toFixed(2)}   (informative; the target is the cold row)`,
+    `    CPU of every process, kernel-counted (3 interleaved runs, medians): naive ${s(med(naiveCpu))} s, ours cold ${s(med(oursCpu))} s, ratio ${(med(oursCpu) / med(naiveCpu)).toFixed(2)}  [naive ${naiveCpu.map(s).join(' ')}; ours ${oursCpu.map(s).join(' ')}]`,
+    realRatios.length
+      ? `    both sides started as ${real} (no launcher in front of Python): ratio ours / naive, median ${med(realRatios).toFixed(2)}  [rounds ${realRatios.map((x) => x.toFixed(2)).join(' ')}]  (informative)`
+      : `    ${python} is the interpreter itself (no launcher in front of it): nothing to add`,
     `    the engine's own share: JSON.parse + validation + decode of the ${rows.length} traces, no Python   ${s(engineMs)} s   ratio ${(engineMs / naiveMed).toFixed(2)} by itself`,
     `    return values equal to the naive run              ${agree} / ${rows.length}`,
     ...floorRows,

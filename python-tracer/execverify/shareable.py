@@ -28,9 +28,22 @@ from __future__ import annotations
 
 import ast
 import builtins
-import hashlib
 from collections import deque
-from typing import Any
+
+# The checker is imported by the worker at its first batch, before the
+# first job can run: C modules rather than hashlib (OpenSSL) and typing
+# (re, ...), about 10 ms of every worker's start.
+try:
+    from _sha256 import sha256  # type: ignore[import-not-found]  # 3.8-3.11
+except ImportError:
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found]  # 3.12+
+    except ImportError:  # a build without them
+        from hashlib import sha256
+
+MYPY = False
+if MYPY:  # types only
+    from typing import Any
 
 # Builtins a shareable job may name: each returns a new object or an
 # immutable one, and none reaches a module, a frame, a class's subclasses,
@@ -79,7 +92,7 @@ def is_shareable(source: str, entry: str) -> bool:
     benchmark's second pass, a harvest's reruns) is not parsed and walked
     again. A verdict refused by a passing error (MemoryError) is kept too:
     it only makes the job run alone."""
-    key = hashlib.sha256(("%d:%s%s" % (len(entry), entry, source)).encode("utf-8", "surrogatepass")).digest()
+    key = sha256(("%d:%s%s" % (len(entry), entry, source)).encode("utf-8", "surrogatepass")).digest()
     verdict = _VERDICTS.get(key)
     if verdict is None:
         try:

@@ -435,9 +435,15 @@ def _run_in_shared_child(ctx, jobs: list) -> None:
     """A chunk of shareable jobs in one child, one after another: each with
     its own module dict (run_in_child), limits, captured streams and CPU
     timer (sandbox.next_job), its messages ended by JOB_DONE. A limit or a
-    crash ends the child; the worker reruns what has no JOB_DONE alone."""
+    crash ends the child; the worker runs that job again alone and the jobs
+    after it in a new chunk (_run_chunk)."""
     import gc
     isolation.mark_shared()
+    # The chunk's jobs, as read, and everything the child holds before the
+    # first one runs, out of the collector's sight: each job's gc.collect()
+    # below then walks only what that job made, not every job still waiting
+    # (with 128 of them, that walk was half of the child's CPU time).
+    gc.freeze()
     jobs.reverse()
     while jobs:
         job = jobs.pop()
@@ -511,9 +517,10 @@ def trace_many_bytes(jobs: list) -> list:
     return results
 
 
-# Shareable jobs per shared child: the fork of one child and its faults are
-# paid once per chunk; a crash reruns at most this many jobs.
-CHUNK_SIZE = 32
+# Shareable jobs per shared child: the fork of one child, its set-up and its
+# faults are paid once per chunk (bench/tracer_floor.py). A job that ends its
+# chunk's child is run again alone; the jobs after it go on in a new chunk.
+CHUNK_SIZE = 128
 # EXECVERIFY_SHARE=off: every job in a fresh child of its own (for comparisons).
 _SHARE = os.environ.get("EXECVERIFY_SHARE") != "off"
 
@@ -539,15 +546,28 @@ def _run_one(job: Job):
 
 
 def _run_chunk(jobs: list) -> list:
-    """Shareable jobs (same limits) in one fresh child, one after another.
+    """Shareable jobs (same limits) in fresh children, one after another.
     Each job's messages end with JOB_DONE; the worker reads them as one job's
     (the same checks as a child of its own: _assemble), with the wall time
-    from the previous job's JOB_DONE to its own. The job in progress when the
-    child ended (a limit, a crash, anything) and every job after it are run
-    again, each in a fresh child of its own, so that a job's outcome never
-    depends on its neighbours."""
-    if len(jobs) < 2:
-        return [_run_one(j) for j in jobs]
+    from the previous job's JOB_DONE to its own. The job in progress when a
+    child ended (a limit, a crash, anything) is run again in a fresh child
+    of its own, so that a job's outcome never depends on its neighbours, and
+    the jobs after it go on in a new chunk."""
+    results: list = []
+    while len(results) < len(jobs):
+        rest = jobs[len(results):]
+        if len(rest) < 2:
+            results.extend(_run_one(j) for j in rest)
+            break
+        results.extend(_chunk_in_child(rest))
+        if len(results) < len(jobs):
+            results.append(_run_one(jobs[len(results)]))
+    return results
+
+
+def _chunk_in_child(jobs: list) -> list:
+    """Runs `jobs` (two or more) in one fresh child; returns the results of
+    those that finished there, in order: a prefix of `jobs`."""
     slimits = [_limits_for(j.limits, j.params) for j in jobs]
     first = slimits[0]
     cap = (1 << 32) - 1
@@ -597,7 +617,6 @@ def _run_chunk(jobs: list) -> list:
         # rebuilds a set constant, and may change its order (a fork per job
         # gets the original)
         sandbox.run_isolated(lambda ctx: _run_in_shared_child(ctx, list(jobs)), limits, on_message)
-    results.extend(_run_one(j) for j in jobs[len(results):])
     return results
 
 

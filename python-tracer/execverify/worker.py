@@ -141,11 +141,6 @@ def handle(line: bytes) -> bytes:
     return (dumps({"id": rid, "ok": False, "error": err}) + "\n").encode()
 
 
-# How the worker starts itself again inside the sandbox (the pool's own
-# command line: -c rather than -m, since runpy imports more than we need).
-_MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
-
-
 def _warm_server() -> None:
     """Runs in the fork server before its first child: what every child
     needs, loaded once (`site`, and the answers' evaluator)."""
@@ -157,7 +152,7 @@ def _warm_server() -> None:
 
 
 def main(argv=None) -> int:
-    isolation.enter(["-u", "-S", "-c", _MAIN])
+    isolation.enter_worker()  # (started with isolation.WORKER_MAIN: already inside)
     isolation.status()  # decided once, before any job is forked
     sandbox.prepare_worker()
     tracer.prewarm()

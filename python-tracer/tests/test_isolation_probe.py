@@ -2,12 +2,18 @@
 per worker start (with os.posix_spawn, not subprocess). A real bubblewrap
 says yes; one that fails says why; one that never answers is killed and
 said; one that cannot run is said."""
+import json
 import os
+import re
 import stat
+import subprocess
+import sys
 import tempfile
 import unittest
 
 from execverify import isolation
+
+from .tracer_support import TRACER_DIR
 
 
 class TheProbe(unittest.TestCase):
@@ -55,6 +61,32 @@ class TheProbe(unittest.TestCase):
         self.assertIn("could not run", isolation._probe(path))
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))  # there, not executable
         self.assertIn("could not run", isolation._probe(path))
+
+
+class TheWorkerCommand(unittest.TestCase):
+    def test_the_pool_starts_workers_with_this_command(self):
+        with open(os.path.join(TRACER_DIR, "..", "src", "engine", "worker", "pool.ts"), encoding="utf-8") as fh:
+            ts = re.search(r"export const WORKER_MAIN = '([^']*)';", fh.read())
+        self.assertIsNotNone(ts)
+        self.assertEqual(ts.group(1), isolation.WORKER_MAIN)
+
+    def test_outside_the_sandbox_it_imports_isolation_alone_then_works_inside(self):
+        self.assertIsNotNone(isolation.bwrap_path(), "bubblewrap is installed by scripts/setup.sh and .ci/run")
+        # -X importtime is the outer process's own: the re-exec inside the
+        # sandbox gets -u -S -c only, so what stderr lists ran outside it.
+        env = dict(os.environ, PYTHONPATH=TRACER_DIR)
+        env.pop("EXECVERIFY_SANDBOX", None)
+        p = subprocess.run([sys.executable, "-X", "importtime", "-u", "-S", "-c", isolation.WORKER_MAIN],
+                           input=b'{"id":1,"op":"ping"}\n', stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=60)
+        outside = set(re.findall(r"\|\s*(execverify[\w.]*)\s*$", p.stderr.decode(), re.M))
+        self.assertEqual(outside, {"execverify", "execverify.isolation"}, p.stderr.decode()[-2000:])
+        lines = p.stdout.decode().splitlines()
+        self.assertTrue(lines, "the worker did not answer: %s" % p.stderr.decode()[-2000:])
+        answer = json.loads(lines[0])
+        self.assertEqual(answer["id"], 1)
+        self.assertTrue(answer["ok"], answer)
+        self.assertTrue(answer["result"]["isolation"]["isolated"], answer)  # it answered from inside
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ accepts the plain programs benchmarks are made of; consecutive shareable
 jobs then run in one child, and each one's trace is byte for byte the trace
 it gets in a child of its own (the stats, which are measurements, apart):
 on all 800 CRUXEval programs, and when a job of the chunk hits a limit (it
-and the jobs after it are run again, each alone)."""
+is run again alone, and the jobs after it go on in a new chunk)."""
 from __future__ import annotations
 
 import json
@@ -165,23 +165,22 @@ class _Counted(object):
 
     def __enter__(self):
         self.alone, self.chunks = [], []
-        self.saved = tracer._run_fresh, tracer._run_chunk
-        run_fresh, run_chunk = self.saved
+        self.saved = tracer._run_fresh, tracer._chunk_in_child
+        run_fresh, chunk_in_child = self.saved
 
         def fresh(job):
             self.alone.append(job)
             return run_fresh(job)
 
         def chunk(jobs):
-            if len(jobs) > 1:
-                self.chunks.append(len(jobs))
-            return run_chunk(jobs)
+            self.chunks.append(len(jobs))
+            return chunk_in_child(jobs)
 
-        tracer._run_fresh, tracer._run_chunk = fresh, chunk
+        tracer._run_fresh, tracer._chunk_in_child = fresh, chunk
         return self
 
     def __exit__(self, *exc):
-        tracer._run_fresh, tracer._run_chunk = self.saved
+        tracer._run_fresh, tracer._chunk_in_child = self.saved
 
 
 def _alone(jobs):
@@ -268,12 +267,13 @@ class ALimitInTheMiddleOfAChunk(unittest.TestCase):
         self.assertEqual([o["kind"] for o in outcomes], ["returned", "limit", "returned", "returned"], outcomes)
         self.assertEqual(outcomes[1]["limit"], limit)
         self.assertEqual(outcomes[1], json.loads(alone[1])["outcome"])
-        # the chunk ran once; the job it ended on and those after it, once each alone
-        self.assertEqual(c.chunks, [4])
-        self.assertEqual([j.display for j in c.alone], ["hog.py", "c.py", "d.py"])
+        # the chunk ran once; the job it ended on, once alone; the jobs after
+        # it, in a new chunk
+        self.assertEqual(c.chunks, [4, 2])
+        self.assertEqual([j.display for j in c.alone], ["hog.py"])
         for i in (0, 2, 3):
             self.assertEqual(_comparable(shared[i]), _comparable(alone[i]))
-        self.assertEqual([_shared(t) for t in shared], [True, False, False, False])
+        self.assertEqual([_shared(t) for t in shared], [True, False, True, True])
         if limit not in ("cpu_time", "wall_time"):  # a clock cuts the run: how far it got may differ
             self.assertEqual(_comparable(shared[1]), _comparable(alone[1]))
 

@@ -14,7 +14,7 @@ from execverify import expr_eval, isolation, tracer
 
 TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # How the TracerPool starts a worker (runner.ts WORKER_MAIN): `-m` without runpy.
-WORKER_MAIN = "import sys; from execverify.worker import main; sys.exit(main())"
+WORKER_MAIN = isolation.WORKER_MAIN
 
 
 class JudgesAnswers(unittest.TestCase):

@@ -50,12 +50,14 @@ export class TracerPool extends WorkerPool {
    *
    * A busy worker already holds its next batch (pipelined), so it never
    * waits a round trip between batches; small batches still even out the
-   * load at the end. 32 is the worker's chunk size (tracer.py CHUNK_SIZE):
-   * a batch of shareable jobs then runs in one fresh child, whose fork and
-   * set-up (about 3 ms of CPU, bench/tracer_floor.py) is paid once per 32.
+   * load at the end. 128 is the worker's chunk size (tracer.py CHUNK_SIZE):
+   * a batch of shareable jobs then runs in one fresh child, whose fork,
+   * set-up and copy-on-write faults (bench/tracer_floor.py) are paid once
+   * per 128.
    */
-  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 32): Promise<Array<Trace | TracerError>> {
-    this.warm(Math.ceil(jobs.length / batchSize)); // workers start while the jobs are checked
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 128): Promise<Array<Trace | TracerError>> {
+    const small = Math.max(1, Math.ceil(batchSize / 4));
+    this.warm(Math.ceil(jobs.length / small)); // at most this many batches: workers start while the jobs are checked
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
     jobs.forEach((job, index) => {
@@ -68,7 +70,6 @@ export class TracerPool extends WorkerPool {
     const batches: Array<typeof valid> = [];
     const tail = Math.max(0, valid.length - this.size * batchSize);
     for (let i = 0; i < tail; i += batchSize) batches.push(valid.slice(i, Math.min(i + batchSize, tail)));
-    const small = Math.max(1, Math.ceil(batchSize / 4));
     for (let i = tail; i < valid.length; i += small) batches.push(valid.slice(i, i + small));
     await Promise.all(
       batches.map(async (batch) => {

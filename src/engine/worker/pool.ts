@@ -181,8 +181,12 @@ function refStreams(streams: unknown[], on: boolean): void {
   }
 }
 
-/** `python -m execverify.worker`, without runpy. */
-export const WORKER_MAIN = 'import sys; from execverify.worker import main; sys.exit(main())';
+/**
+ * `python -m execverify.worker`, without runpy, and entering the sandbox
+ * before the worker's imports: python-tracer/execverify/isolation.py
+ * WORKER_MAIN, which a test keeps equal to this.
+ */
+export const WORKER_MAIN = 'import sys; from execverify.isolation import enter_worker; enter_worker(); from execverify.worker import main; sys.exit(main())';
 
 /**
  * Starts `count` workers, one spawn each: a spawn is one sandbox holding one
