@@ -528,7 +528,7 @@ def mapped_bytes() -> int:
         return 0
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_PAGE = os.sysconf("SC_PAGE_SIZE")  # POSIX, as `resource` above
 
 
 def _open_fds() -> list:

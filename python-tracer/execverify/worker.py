@@ -152,7 +152,7 @@ def _warm_server() -> None:
 
 
 def main(argv=None) -> int:
-    isolation.enter_worker()  # (started with isolation.WORKER_MAIN: already inside)
+    isolation.enter_worker()  # a no-op when started with isolation.WORKER_MAIN (already inside)
     isolation.status()  # decided once, before any job is forked
     sandbox.prepare_worker()
     tracer.prewarm()

@@ -13,7 +13,7 @@ import unittest
 from execverify import expr_eval, isolation, tracer
 
 TRACER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# How the TracerPool starts a worker (runner.ts WORKER_MAIN): `-m` without runpy.
+# How the TracerPool starts a worker (runner.ts WORKER_MAIN, kept equal by test_isolation_probe).
 WORKER_MAIN = isolation.WORKER_MAIN
 
 
