@@ -275,6 +275,7 @@ def enter(python_args, writable=(), graceful=False) -> None:
         os.environ.clear()
         os.environ.update(clean_env(_saved_env))
         return
+    _cache_bytecode()
     env = clean_env()
     env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env[_MARK] = "bubblewrap"
@@ -342,3 +343,42 @@ _saved_env = dict(os.environ)
 
 def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cache_bytecode() -> None:
+    """Writes this package's stale or missing bytecode, here, before the
+    sandbox is entered: inside it the file system is read-only, so a package
+    whose .pyc files are missing (a fresh install: the .vsix ships none) or
+    stale (an update) would be compiled again by every worker that starts
+    (some 20 ms of CPU each). Cheap when all is fresh: a stat and a 16-byte
+    read per module. Off under PYTHONDONTWRITEBYTECODE, as Python's own
+    caching is; a directory that cannot be written is left as it is."""
+    if sys.dont_write_bytecode or sys.implementation.cache_tag is None:
+        return
+    import _frozen_importlib_external as machinery  # loaded in every CPython: no import cost
+    here = os.path.dirname(os.path.abspath(__file__))
+    cache = os.path.join(here, "__pycache__")
+    tail = ".%s.pyc" % sys.implementation.cache_tag
+    magic = machinery.MAGIC_NUMBER
+    try:
+        names = [n for n in os.listdir(here) if n.endswith(".py")]
+    except OSError:
+        return
+    for name in names:
+        source = os.path.join(here, name)
+        try:
+            st = os.stat(source)
+            with open(os.path.join(cache, name[:-3] + tail), "rb") as f:
+                head = f.read(16)
+            # PEP 552: magic, flags (0: checked by the source's mtime and size), mtime, size
+            fresh = head[:4] == magic and (head[4:8] != b"\0\0\0\0" or (
+                int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF))
+        except OSError:
+            fresh = False
+        if not fresh:
+            try:
+                # what an import does: compile, and write the .pyc atomically (or not at all)
+                machinery.SourceFileLoader(__package__ + "." + name[:-3], source).get_code(None)
+            except (OSError, SyntaxError, ValueError):
+                pass

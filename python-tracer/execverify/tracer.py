@@ -486,17 +486,24 @@ def trace_many_bytes(jobs: list) -> list:
     """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
     or the JobError. The worker never runs user code itself. A job runs in a
     fresh child of its own, unless it is shareable (shareable.py: its syntax
-    leaves no route to anything another job could see): consecutive
-    shareable jobs with the same limits run in one fresh child, up to
-    CHUNK_SIZE, one after another (_run_chunk). Either way no job can change
-    what another one records."""
-    results: list = [None] * len(jobs)
-    chunk: list = []  # (index, job): shareable jobs waiting for their child
+    leaves no route to anything another job could see): shareable jobs with
+    the same limits run in one fresh child, up to CHUNK_SIZE, one after
+    another (_run_chunk). Either way no job can change what another one
+    records.
 
-    def flush():
-        for (i, _job), res in zip(chunk, _run_chunk([j for _i, j in chunk])):
+    A shareable job reads and writes nothing outside itself (no stdin, cwd,
+    file, import or clock), so when it runs beside the others changes
+    nothing it records: the shareable jobs of a batch are gathered into
+    chunks whatever lies between them, not cut into a chunk per run of
+    neighbours (18 unshareable CRUXEval programs cut 800 into 30 chunks
+    instead of 13, each one more child forked)."""
+    results: list = [None] * len(jobs)
+    groups: list = []  # [[(index, job), ...], ...]: shareable jobs waiting for their child, one list per limits
+
+    def flush(group):
+        for (i, _job), res in zip(group, _run_chunk([j for _i, j in group])):
             results[i] = res
-        del chunk[:]
+        groups.remove(group)
 
     for i, params in enumerate(jobs):
         try:
@@ -504,16 +511,18 @@ def trace_many_bytes(jobs: list) -> list:
         except JobError as e:
             results[i] = e
             continue
-        if _shareable(job):
-            if chunk and not _same_limits(chunk[0][1], job):
-                flush()
-            chunk.append((i, job))
-            if len(chunk) >= CHUNK_SIZE:
-                flush()
+        if not _shareable(job):
+            results[i] = _run_one(job)
             continue
-        flush()  # the order of jobs is kept: a chunk never outlives a job after it
-        results[i] = _run_one(job)
-    flush()
+        group = next((g for g in groups if _same_limits(g[0][1], job)), None)
+        if group is None:
+            group = []
+            groups.append(group)
+        group.append((i, job))
+        if len(group) >= CHUNK_SIZE:
+            flush(group)
+    while groups:
+        flush(groups[0])
     return results
 
 

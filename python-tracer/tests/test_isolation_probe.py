@@ -5,6 +5,7 @@ said; one that cannot run is said."""
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -87,6 +88,64 @@ class TheWorkerCommand(unittest.TestCase):
         self.assertEqual(answer["id"], 1)
         self.assertTrue(answer["ok"], answer)
         self.assertTrue(answer["result"]["isolation"]["isolated"], answer)  # it answered from inside
+
+
+class TheBytecode(unittest.TestCase):
+    """Inside the sandbox the file system is read-only: the package's .pyc
+    files are written before it is entered (isolation._cache_bytecode), or
+    every worker would compile the package again."""
+
+    def setUp(self):
+        self.assertIsNotNone(isolation.bwrap_path(), "bubblewrap is installed by scripts/setup.sh and .ci/run")
+        self.root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.root)
+        self.package = os.path.join(self.root, "execverify")
+        shutil.copytree(os.path.join(TRACER_DIR, "execverify"), self.package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.modules = sorted(n[:-3] for n in os.listdir(self.package) if n.endswith(".py"))
+
+    def start_worker(self, write="") -> dict:
+        env = dict(os.environ, PYTHONPATH=self.root, PYTHONDONTWRITEBYTECODE=write)
+        env.pop("EXECVERIFY_SANDBOX", None)
+        p = subprocess.run([sys.executable, "-u", "-S", "-c", isolation.WORKER_MAIN], input=b'{"id":1,"op":"ping"}\n',
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+        answer = json.loads(p.stdout.decode().splitlines()[0])
+        self.assertTrue(answer["result"]["isolation"]["isolated"], answer)
+        return answer
+
+    def pycs(self) -> dict:
+        cache = os.path.join(self.package, "__pycache__")
+        names = os.listdir(cache) if os.path.isdir(cache) else []
+        return {n: os.stat(os.path.join(cache, n)).st_mtime_ns for n in names}
+
+    def loaded_from_bytecode(self) -> set:
+        """The modules an import of the worker reads from their .pyc (python -v)."""
+        p = subprocess.run([sys.executable, "-v", "-S", "-c", "import execverify.worker, execverify.judge_ops"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=self.root, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+        return set(re.findall(r"code object from '.*/execverify/__pycache__/(\w+)\.", p.stderr.decode()))
+
+    def test_a_fresh_install_is_compiled_once_outside_the_sandbox(self):
+        self.start_worker()
+        first = self.pycs()
+        self.assertEqual(sorted(n.split(".")[0] for n in first), self.modules)
+        self.assertGreater(len(self.loaded_from_bytecode()), 10)
+        self.assertEqual(self.loaded_from_bytecode() - set(self.modules), set())
+        self.start_worker()
+        self.assertEqual(self.pycs(), first)  # all fresh: nothing written again
+
+    def test_a_changed_module_is_compiled_again(self):
+        self.start_worker()
+        with open(os.path.join(self.package, "tracer.py"), "a", encoding="utf-8") as fh:
+            fh.write("\nCHANGED = True\n")
+        self.assertNotIn("tracer", self.loaded_from_bytecode())  # stale: compiled from source
+        self.start_worker()
+        self.assertIn("tracer", self.loaded_from_bytecode())
+
+    def test_pythondontwritebytecode_writes_none(self):
+        self.start_worker(write="1")
+        self.assertEqual(self.pycs(), {})
 
 
 if __name__ == "__main__":

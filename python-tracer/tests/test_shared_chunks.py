@@ -299,12 +299,15 @@ class ALimitInTheMiddleOfAChunk(unittest.TestCase):
 class WhatGoesAlone(unittest.TestCase):
     def test_jobs_with_different_limits_stdin_or_an_unshareable_program_are_not_chunked(self):
         ok = _job(_OK2, "f('ab')")
-        jobs = [ok, ok, _job(_OK2, "f('ab')", limits={"steps": 999}), ok, _job(_OK2, "f('ab')", stdin="x"), ok,
-                _job("import os\n" + _OK2, "f('ab')"), ok, ok]
+        jobs = [ok, ok, _job(_OK2, "f('ab')", "limits.py", limits={"steps": 999}), ok,
+                _job(_OK2, "f('ab')", "stdin.py", stdin="x"), ok, _job("import os\n" + _OK2, "f('ab')", "import.py"), ok, ok]
         with _Counted() as c:
             res = tracer.trace_many_bytes(jobs)
-        self.assertEqual(c.chunks, [2, 2])
-        self.assertEqual(len(c.alone), 5)
+        # the six shareable jobs with the default limits in one chunk, the
+        # jobs between them notwithstanding; the other three alone (the
+        # shareable one with limits of its own last, a chunk of one)
+        self.assertEqual(c.chunks, [6])
+        self.assertEqual([j.display for j in c.alone], ["stdin.py", "import.py", "limits.py"])
         # the same job, the same trace, in a chunk or alone
         self.assertEqual(len(set(_comparable(res[i]) for i in (0, 1, 3, 5, 7, 8))), 1)
         self.assertEqual([json.loads(r)["outcome"]["value"]["repr"] for r in res], ["['', 'B']"] * 9)
