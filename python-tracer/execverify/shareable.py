@@ -22,7 +22,9 @@ The rules (anything not listed is refused; so is anything unexpected):
 - attributes: read only (no store or delete), and only SAFE_ATTRIBUTES: the
   public methods and properties of the immutable builtin types and of
   list/dict/set, none of which leads to a frame, a class, a module or a
-  global namespace.
+  global namespace; and .format / .format_map of a string literal whose
+  fields name arguments only (_plain_fields: an f-string by another
+  spelling), never of a string the program computes.
 """
 from __future__ import annotations
 
@@ -169,7 +171,9 @@ def _first_refusal(module: ast.Module, entry: ast.Expression):
             elif k == _ATTRIBUTE:
                 if not isinstance(node.ctx, ast.Load):
                     return "an attribute store or delete (.%s)" % node.attr
-                if node.attr not in SAFE_ATTRIBUTES:
+                if node.attr not in SAFE_ATTRIBUTES and not (
+                        node.attr in ("format", "format_map") and isinstance(node.value, ast.Constant)
+                        and isinstance(node.value.value, str) and _plain_fields(node.value.value)):
                     return "the attribute .%s" % node.attr
                 continue
             elif k == _REFUSED:
@@ -199,6 +203,27 @@ def _first_refusal(module: ast.Module, entry: ast.Expression):
         if name not in bound and name not in SAFE_BUILTINS:
             return "the name %s, which nothing binds" % name
     return None
+
+
+def _plain_fields(text: str) -> bool:
+    """A format string whose replacement fields, nested ones in format specs
+    included, name an argument only (`{}`, `{0}`, `{name}`, `{:{width}}`),
+    never an attribute or an item of one (`{0.__class__}`, `{0[k]}`): then
+    `text.format(...)` reads nothing but its arguments and formats them as
+    an f-string would (format(value, spec), repr for !r). False for a format
+    string Python cannot read."""
+    from _string import formatter_parser  # C: what str.format itself parses with
+    todo = [text]
+    try:
+        while todo:
+            for _literal, field, spec, _conversion in formatter_parser(todo.pop()):
+                if field is not None and ("." in field or "[" in field):
+                    return False
+                if spec and "{" in spec:
+                    todo.append(spec)
+    except ValueError:
+        return False
+    return True
 
 
 def _module_level_ok(stmt) -> bool:

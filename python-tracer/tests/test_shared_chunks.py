@@ -48,6 +48,13 @@ HOSTILE = {
     "augmented_attribute": "def f(x):\n    x.y += 1\n",
     "str_format_field": "def f(x):\n    return '{0.__class__}'.format(x)\n",
     "str_format_map": "def f(d):\n    return '{a.real}'.format_map(d)\n",
+    "str_format_item": "def f(x):\n    return '{0[0]}'.format(x)\n",
+    "str_format_nested_field": "def f(x):\n    return '{0:{1.__class__}}'.format(x, x)\n",
+    "str_format_map_item": "def f(d):\n    return '{a[b]}'.format_map(d)\n",
+    "str_format_computed": "def f(x, s):\n    return s.format(x)\n",
+    "str_format_concatenated": "def f(x):\n    return ('{}' + '{0.__class__}').format(x)\n",
+    "str_format_implicit_concat": "def f(x):\n    return ('{}' '{0.real}').format(x)\n",
+    "str_format_unreadable": "def f(x):\n    return '{'.format(x)\n",
     "globals": "def f():\n    return globals()\n",
     "locals": "def f():\n    return locals()\n",
     "vars": "def f(x):\n    return vars(x)\n",
@@ -93,6 +100,8 @@ TYPICAL = [
     "LIMIT = 3\ndef f(xs):\n    return [x * LIMIT for x in xs if x % 2] + list(map(abs, xs))\n",
     "def f(s):\n    def g():\n        nonlocal s\n        s += '!'\n    g()\n    return f'{s!r:>10}', s.upper().split()\n",
     "def f(n):\n    gen = (i * i for i in range(n))\n    return next(gen), sum(gen), {k: v for k, v in enumerate('ab')}\n",
+    # format on a literal whose fields name arguments only: an f-string by another spelling
+    "def f(xs, w):\n    return ['{0:{fill}>{w}}|{!r}'.format(x, x, fill='0', w=w) for x in xs], '{k}'.format_map({'k': 1})\n",
 ]
 
 
@@ -129,7 +138,7 @@ class TheChecker(unittest.TestCase):
     def test_most_of_cruxeval_is_shareable(self):
         rows = load()
         n = sum(shareable.is_shareable(r["code"], "f(%s)" % r["input"]) for r in rows)
-        # 782 of 800 (docs/security.md); the rest use .format, type(), input() ...
+        # 787 of 800 (docs/security.md); the rest use .format on a computed string, type(), input() ...
         self.assertGreaterEqual(n, 760)
 
 
