@@ -212,7 +212,7 @@ def _plain_fields(text: str) -> bool:
     `text.format(...)` reads nothing but its arguments and formats them as
     an f-string would (format(value, spec), repr for !r). False for a format
     string Python cannot read."""
-    from _string import formatter_parser  # C: what str.format itself parses with
+    from _string import formatter_parser  # type: ignore[import-not-found]  # C: what str.format itself parses with
     todo = [text]
     try:
         while todo:

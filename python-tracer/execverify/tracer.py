@@ -495,15 +495,15 @@ def trace_many_bytes(jobs: list) -> list:
     file, import or clock), so when it runs beside the others changes
     nothing it records: the shareable jobs of a batch are gathered into
     chunks whatever lies between them, not cut into a chunk per run of
-    neighbours (18 unshareable CRUXEval programs cut 800 into 30 chunks
-    instead of 13, each one more child forked)."""
+    neighbours (the 800 CRUXEval jobs, 18 of them unshareable then, took
+    30 chunks instead of 13, each one more child forked)."""
     results: list = [None] * len(jobs)
     groups: list = []  # [[(index, job), ...], ...]: shareable jobs waiting for their child, one list per limits
 
     def flush(group):
         for (i, _job), res in zip(group, _run_chunk([j for _i, j in group])):
             results[i] = res
-        groups.remove(group)
+        groups[:] = [g for g in groups if g is not group]
 
     for i, params in enumerate(jobs):
         try:
