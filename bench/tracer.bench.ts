@@ -91,8 +91,9 @@ async function partA(rows: Row[]): Promise<string[]> {
     forkPerJob = false,
     alone = false,
     interpreter = python,
-  ): Promise<{ ms: number; traces: Trace[]; steps: number; pool: TracerPool }> {
+  ): Promise<{ ms: number; nodeMs: number; traces: Trace[]; steps: number; pool: TracerPool }> {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     const env = { ...process.env, ...(forkPerJob ? { EXECVERIFY_PREFORK: 'off' } : {}), ...(alone ? { EXECVERIFY_SHARE: 'off' } : {}) };
     const pool = new TracerPool({ python: interpreter, size, env });
     const traces: Trace[] = [];
@@ -102,7 +103,8 @@ async function partA(rows: Row[]): Promise<string[]> {
       traces.push(t);
       steps += decodeTrace(t).length;
     }
-    return { ms: performance.now() - t0, traces, steps, pool };
+    const c = process.cpuUsage(c0);
+    return { ms: performance.now() - t0, nodeMs: (c.user + c.system) / 1000, traces, steps, pool };
   }
 
   // one job per request (trace), once: the editor's way, for comparison
@@ -118,6 +120,7 @@ async function partA(rows: Row[]): Promise<string[]> {
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
   const naiveMs: number[] = [];
   const oursMs: number[] = [];
+  const oursNodeMs: number[] = [];
   const ratios: number[] = [];
   // the other designs of the same run: [one child per job on the pool, one
   // worker, fork per job on the pool, fork per job on one worker] -> each round's ms
@@ -133,6 +136,7 @@ async function partA(rows: Row[]): Promise<string[]> {
   for (let r = 0; ; r++) {
     naiveMs.push(last.ms);
     oursMs.push(ours.ms);
+    oursNodeMs.push(ours.nodeMs);
     ratios.push(ours.ms / last.ms);
     for (const [k, [size, forkPerJob, alone]] of variants.entries()) {
       const v = await cold(size, forkPerJob, alone);
@@ -185,6 +189,24 @@ async function partA(rows: Row[]): Promise<string[]> {
     }
   }
 
+  // Where the cold row's time goes: the start-up inside it (a new pool's
+  // first answer, and its first trace: the fork server's warm-up and first
+  // child), the work (the warm row), and this process's own CPU meanwhile.
+  const firstAnswer: number[] = [];
+  const firstTrace: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    t0 = performance.now();
+    let p = new TracerPool({ python, size: 1 });
+    await p.request('ping', {});
+    firstAnswer.push(performance.now() - t0);
+    await p.close();
+    t0 = performance.now();
+    p = new TracerPool({ python, size: 1 });
+    await p.traceMany(jobs.slice(0, 1));
+    firstTrace.push(performance.now() - t0);
+    await p.close();
+  }
+
   // The engine's own share, no Python at all: the 800 traces' JSON parsed,
   // validated and decoded again in this process (part of every "ours" row).
   const texts = ours.traces.map((t) => JSON.stringify(t));
@@ -207,6 +229,7 @@ async function partA(rows: Row[]): Promise<string[]> {
   const floor = JSON.parse(await run([join(__dirname, 'tracer_floor.py'), jobsFile])) as Record<string, number>;
   const cores = availableParallelism();
   const ms = (x: number | undefined) => (x ?? NaN).toFixed(2);
+  const ms0 = (x: number) => x.toFixed(0);
   const floorRows = [
     `    floor, CPU ms per job of every process (bench/tracer_floor.py, kernel-counted): naive in-process ${ms(floor.naive_ms)}; fork + exit of a bare python ${ms(floor.bare_fork_ms)}, of a worker-sized one ${ms(floor.server_fork_ms)}`,
     `      an empty isolated job (forked ahead, set up, limits + seccomp, gone) ${ms(floor.empty_ms)} (${Math.round(floor.empty_faults ?? NaN)} page faults); a traced CRUXEval job ${ms(floor.trace_ms)} (${Math.round(floor.trace_faults ?? NaN)}), in shared children ${ms(floor.shared_ms)} (${Math.round(floor.shared_faults ?? NaN)}); the fork server ${Math.round(floor.server_faults ?? NaN)} faults per fork`,
@@ -233,6 +256,7 @@ async function partA(rows: Row[]): Promise<string[]> {
     realRatios.length
       ? `    both sides started as ${real} (no launcher in front of Python): ratio ours / naive, median ${med(realRatios).toFixed(2)}  [rounds ${realRatios.map((x) => x.toFixed(2)).join(' ')}]  (informative)`
       : `    ${python} is the interpreter itself (no launcher in front of it): nothing to add`,
+    `    where the cold row goes: a new worker's first answer ${ms0(med(firstAnswer))} ms, its first trace ${ms0(med(firstTrace))} ms (start-up, once per worker, both at once); this process's own CPU in a cold run ${ms0(med(oursNodeMs))} ms; the rest is the warm row's work`,
     `    the engine's own share: JSON.parse + validation + decode of the ${rows.length} traces, no Python   ${s(engineMs)} s   ratio ${(engineMs / naiveMed).toFixed(2)} by itself`,
     `    return values equal to the naive run              ${agree} / ${rows.length}`,
     ...floorRows,
