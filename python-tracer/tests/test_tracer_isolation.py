@@ -70,7 +70,10 @@ class BadProgramsInOneWorker(WorkerTestCase):
         self.assertEqual(s["files"][0]["path"], "stuck.py")
 
     def test_a_python_loop_after_others_in_its_group_keeps_their_results_and_its_steps(self):
-        hang = "def f():\n    n = 0\n    while True:\n        n += 1\n"
+        # Each turn spends about a millisecond in C, so the loop writes a few
+        # thousand steps a second on any machine: the wall limit comes first
+        # (a bare `n += 1` reached 64 MB of trace in under a second on CI).
+        hang = "def f():\n    n = 0\n    while True:\n        n += sum(range(10 ** 5))\n"
         lim = dict(QUICK, wallTimeMs=1000, cpuTimeMs=5000)
         jobs = [{"source": GOOD, "path": "a.py", "entry": {"kind": "call", "expr": "f([1, 2])"}, "limits": lim},
                 {"source": hang, "path": "hang.py", "entry": {"kind": "call", "expr": "f()"}, "limits": lim},

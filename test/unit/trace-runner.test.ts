@@ -347,7 +347,7 @@ test('cancelling jobs kills each worker (and its job), and the pool goes on', as
     const hang = {
       source: 'def f():\n    while True:\n        pass\n',
       entry: { kind: 'call' as const, expr: 'f()' },
-      limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000 },
+      limits: { wallTimeMs: 60_000, cpuTimeMs: 60_000, steps: 100_000_000, traceBytes: 2 ** 31 }, // no limit within reach, however fast
     };
     const ctls = [new AbortController(), new AbortController()];
     const runs = ctls.map((c) => rejects(own.trace(hang, c.signal), 'cancelled'));
