@@ -70,8 +70,8 @@ class BadProgramsInOneWorker(WorkerTestCase):
         self.assertEqual(s["files"][0]["path"], "stuck.py")
 
     def test_a_python_loop_after_others_in_its_group_keeps_their_results_and_its_steps(self):
-        # Each turn spends about a millisecond in C, so the loop writes a few
-        # thousand steps a second on any machine: the wall limit comes first
+        # Each turn spends a millisecond or two in C, so the loop writes at most a
+        # few thousand steps a second on any machine: the wall limit comes first
         # (a bare `n += 1` reached 64 MB of trace in under a second on CI).
         hang = "def f():\n    n = 0\n    while True:\n        n += sum(range(10 ** 5))\n"
         lim = dict(QUICK, wallTimeMs=1000, cpuTimeMs=5000)
