@@ -24,6 +24,7 @@ import gc
 import json
 import opcode
 import os
+import statistics
 import sys
 import time
 
@@ -101,14 +102,11 @@ def main() -> int:
             fn()
             times[name].append((time.perf_counter() - t0) / len(progs) * 1e6)
 
-    def med(xs):
-        return sorted(xs)[len(xs) // 2]
-
     print("python %s, %d programs, %d interleaved rounds, median us per program:" % (
         sys.version.split()[0], len(progs), rounds))
     for name in passes:
-        print("  %-8s %7.1f   [%s]" % (name, med(times[name]), " ".join("%.0f" % t for t in times[name])))
-    print("  ast / decoded: %.1f" % (med(times["ast"]) / med(times["decoded"])))
+        print("  %-8s %7.1f   [%s]" % (name, statistics.median(times[name]), " ".join("%.0f" % t for t in times[name])))
+    print("  ast / decoded: %.1f" % (statistics.median(times["ast"]) / statistics.median(times["decoded"])))
     return 0
 
 
