@@ -485,7 +485,7 @@ def trace_bytes(params: dict) -> bytes:
 def trace_many_bytes(jobs: list) -> list:
     """Runs many trace jobs; returns, per job in order, the Trace JSON (bytes)
     or the JobError. The worker never runs user code itself. A job runs in a
-    fresh child of its own, unless it is shareable (shareable.py: its syntax
+    fresh child of its own, unless it is shareable (shareable.py: its code
     leaves no route to anything another job could see): shareable jobs with
     the same limits run in one fresh child, up to CHUNK_SIZE, one after
     another (_run_chunk). Either way no job can change what another one
@@ -536,11 +536,12 @@ _SHARE = os.environ.get("EXECVERIFY_SHARE") != "off"
 
 def _shareable(job: Job) -> bool:
     """A `call` job with nothing of the outside (no stdin, cwd or writes)
-    whose program and entry pass the static check (shareable.py)."""
+    whose program and entry pass the static check (shareable.py), on the
+    code objects the child will run."""
     if not _SHARE or job.kind != "call" or job.stdin is not None or job.cwd or job.params.get("allowWrites"):
         return False
-    from . import shareable  # here, not at the top: it imports ast (worker start-up time)
-    return shareable.is_shareable(job.source, job.entry["expr"])
+    from . import shareable  # here, not at the top: a worker that traces nothing never needs it
+    return shareable.is_shareable(job.source, job.entry["expr"], job.code, job.entry_code)
 
 
 def _same_limits(a: Job, b: Job) -> bool:

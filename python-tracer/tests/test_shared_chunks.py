@@ -20,6 +20,16 @@ from .test_tracer_cruxeval import load
 
 FULL = sys.version_info[:2] in ((3, 11), (3, 12))
 
+
+
+def _far(expr: str) -> str:
+    """A program whose constants and names number more than 256, so that
+    the instructions of `expr` carry EXTENDED_ARG prefixes."""
+    lines = ["def f(x, c):", "    global " + ", ".join("g%d" % i for i in range(300))]
+    lines += ["    g%d = 'k%d'" % (i, i) for i in range(300)]
+    return "\n".join(lines + ["    return " + expr, ""])
+
+
 # Each: a route to shared state (or a way to hide one), in a program that
 # otherwise looks like a benchmark's. Every one must be refused.
 HOSTILE = {
@@ -88,9 +98,39 @@ HOSTILE = {
     "send": "def f():\n    g = (x for x in [1])\n    return g.send\n",
     "exception_args": "def f():\n    try:\n        1 / 0\n    except Exception as e:\n        return e.with_traceback\n",
     "syntax_error": "def f(:\n    return 1\n",
+    # the checker reads bytecode: .format must be read off the constant itself, not off
+    # whatever a jump brings to the same instruction
+    "str_format_after_a_jump": "def f(x, c):\n    return (x if c else '{}').format(1)\n",
+    "str_format_after_or": "def f(x):\n    return (x or '{}').format(1)\n",
+    "str_format_after_and": "def f(x):\n    return ('{}' and x).format(1)\n",
+    "str_format_of_an_item": "def f(x, c):\n    return [x, '{}'][c].format(1)\n",
+    "str_format_far_after_a_jump": _far("(x if c else '{}').format(1)"),
+    "format_spelled_as_a_global": "def f(x):\n    return format(x, '')\n",
+    "coroutine_inside": "def f():\n    async def g():\n        return 1\n    return g\n",
+    "generator_frame_in_lambda": "def f():\n    return (lambda g: g.gi_frame)((y for y in [1]))\n",
+    "attribute_of_a_global_named_like_a_safe_one": "def gi_frame():\n    pass\ndef f(g):\n    return g.gi_frame\n",
+    # `site` adds builtins (help, exit, ...) in the fork server, not in the worker (python -S), so a
+    # global read that is not bound when it runs reaches whatever the child's builtins hold
+    "site_builtin_through_a_parameter": "def g(help):\n    pass\ndef f():\n    return help('modules')\n",
+    "site_builtin_through_a_global": "def g():\n    global exit\n    exit = 1\ndef f():\n    return exit()\n",
+    "site_builtin_after_del": "help = 1\ndef g():\n    global help\n    del help\ndef f():\n    g()\n    return help\n",
+    "site_builtin_read_before_bound": "x = help\nhelp = 1\ndef f():\n    return x('modules')\n",
+    "site_builtin_as_a_default": "def f(x=help):\n    return x('modules')\nhelp = 1\n",
+    "unbound_global_named_like_a_local": "def g():\n    x = 1\ndef f():\n    return x\n",
+    "module_level_attribute": "upper = str.upper\ndef f():\n    return upper('a')\n",
+    "module_level_default_call": "def f(x=len([1])):\n    return x\n",
+    "module_level_delete": "x = 1\ndel x\ndef f():\n    return 1\n",
+    "module_level_annotation": "x: int = 1\ndef f():\n    return x\n",
 }
 if sys.version_info >= (3, 10):
-    HOSTILE["match"] = "def f(x):\n    match x:\n        case _:\n            return 1\n"
+    HOSTILE["match_class"] = "def f(x):\n    match x:\n        case str(real=r):\n            return r\n"
+    HOSTILE["match_mapping"] = "def f(x):\n    match x:\n        case {'k': v}:\n            return v\n"
+    HOSTILE["match_sequence"] = "def f(x):\n    match x:\n        case [a, *rest]:\n            return a\n"
+if sys.version_info >= (3, 11):
+    HOSTILE["except_star"] = ("def f():\n    try:\n        pass\n    except* ValueError as e:\n"
+                              "        x = e\n    return 1\n")
+if sys.version_info >= (3, 12):
+    HOSTILE["type_parameters"] = "def f[T](x: T) -> T:\n    return x\n"
 
 TYPICAL = [
     "def f(nums):\n    output = []\n    for n in nums:\n        output.append((nums.count(n), n))\n"
@@ -130,6 +170,11 @@ class TheChecker(unittest.TestCase):
         self.assertNotIn("format", shareable.SAFE_ATTRIBUTES)
         self.assertNotIn("format_map", shareable.SAFE_ATTRIBUTES)
         self.assertNotIn("mro", shareable.SAFE_ATTRIBUTES)
+
+    def test_format_read_off_a_far_constant_is_allowed(self):
+        # the constant and the attribute both behind EXTENDED_ARG: the same
+        # instruction the jump of str_format_far_after_a_jump lands on
+        self.assertIsNone(shareable.why_not(_far("'{}'.format(1)"), "f(1, 2)"))
 
     def test_it_accepts_typical_programs(self):
         for src in TYPICAL:
