@@ -271,10 +271,9 @@ def _module_refusal(code, assigned: set):
             if names[a] != "__doc__":  # the module's docstring, stored by the compiler
                 assigned.add(names[a])
         elif kind != _INTRINSIC or a not in _INTRINSICS:
-            said = _SAID.get(opcode.opname[op], "the instruction " + opcode.opname[op])
             if _BODY[op] != _REFUSED:
-                return "%s at module level (only defs, docstrings and constant assignments there)" % said
-            return "%s is not allowed" % said
+                return "%s at module level (only defs, docstrings and constant assignments there)" % _said(op)
+            return "%s is not allowed" % _said(op)
     return None
 
 
@@ -312,8 +311,13 @@ def _code_refusal(code, bound: set, read: set, deleted: set):
                         name in ("format", "format_map") and _on_a_plain_literal(code, i)):
                     return "the attribute .%s" % name
             elif kind != _INTRINSIC or a not in _INTRINSICS:
-                return "%s is not allowed" % _SAID.get(opcode.opname[op], "the instruction " + opcode.opname[op])
+                return "%s is not allowed" % _said(op)
     return None
+
+
+def _said(op: int) -> str:
+    """A refused instruction, as a refusal names it."""
+    return _SAID.get(opcode.opname[op], "the instruction " + opcode.opname[op])
 
 
 _LOOKED_AT = (_REFUSED, _INTRINSIC, _ATTRIBUTE, _READ, _BIND, _DELETE)
