@@ -475,7 +475,8 @@ def _limits_for(lim: dict, params: dict, stdin=None):
 
 
 def trace_bytes(params: dict) -> bytes:
-    """Runs one trace job; returns the Trace JSON text (bytes)."""
+    """Runs one trace job; returns the Trace JSON text (bytes), one JSON
+    value (a job alone runs in a child of its own: _assemble checks it)."""
     res = trace_many_bytes([params])[0]
     if isinstance(res, JobError):
         raise res
@@ -496,7 +497,11 @@ def trace_many_bytes(jobs: list) -> list:
     nothing it records: the shareable jobs of a batch are gathered into
     chunks whatever lies between them, not cut into a chunk per run of
     neighbours (the 800 CRUXEval jobs, 18 of them unshareable then, took
-    30 chunks instead of 13, each one more child forked)."""
+    30 chunks instead of 13, each one more child forked).
+
+    A trace from a shared child is not read as JSON here (_assemble): one
+    that goes into a larger answer goes framed by its length, as the
+    worker's trace_batch sends it (worker.Frames)."""
     results: list = [None] * len(jobs)
     groups: list = []  # [[(index, job), ...], ...]: shareable jobs waiting for their child, one list per limits
 
@@ -608,7 +613,7 @@ def _chunk_in_child(jobs: list) -> list:
         one.wall_ms = (now - began[0]) * 1000.0
         began[0] = now
         try:
-            results.append(_assemble(jobs[k], one, slimits[k]))
+            results.append(_assemble(jobs[k], one, slimits[k], checked=False))
         except JobError as e:
             results.append(e)
         if len(results) < len(jobs):
@@ -630,20 +635,27 @@ def _chunk_in_child(jobs: list) -> list:
     return results
 
 
-def _assemble(job, out, slimits) -> bytes:
+def _assemble(job, out, slimits, checked=True) -> bytes:
     """The Trace JSON from what the child sent (or how it died).
 
     Everything the child sent is hostile: the program ran in that process
     and could write anything to its pipe. It is attributed to this job only
     (the pipe is this job's), and what goes back to the pool is one
-    well-formed JSON value, so no message can reach the protocol or another
-    job. A child whose messages are not the tracer's gets the outcome
-    `tampered`, with nothing of what it sent."""
+    well-formed JSON value (`checked`), so no message can reach the
+    protocol or another job. A child whose messages are not the tracer's
+    gets the outcome `tampered`, with nothing of what it sent.
+
+    Not `checked`: the trace of a job from a shared child, whose code the
+    static check proved cannot reach the pipe (shareable.py). It is passed
+    on unread, framed by its length (worker.Frames), so that even if it
+    were not one JSON value it could spoil its own entry only: the reader
+    parses each frame alone. Reading it here was a fifth of the worker's
+    CPU per job (docs/security.md, "What isolation costs")."""
     if out.overflowed:
         return _without_steps(job, out, {"kind": "tampered", "message": (
             "the traced program tampered with the tracer: it wrote more than a trace may hold into its pipe")})
     try:
-        return _from_messages(job, out, slimits)
+        return _from_messages(job, out, slimits, checked)
     except JobError:
         raise
     except Exception as e:  # noqa: B902 - whatever the child wrote, the worker answers
@@ -652,7 +664,7 @@ def _assemble(job, out, slimits) -> bytes:
                 type(e).__name__,))})
 
 
-def _from_messages(job, out, slimits) -> bytes:
+def _from_messages(job, out, slimits, checked) -> bytes:
     final = err = reported = None
     chunks = []
     for kind, payload in out.messages:  # one pass: S chunks, then T (or X / E / L)
@@ -695,7 +707,8 @@ def _from_messages(job, out, slimits) -> bytes:
         said = jsonc.loads(tail[len(b'],"outcome":'):tail.index(b',"stdout":')])
         return _without_steps(job, out, {"kind": "tampered", "message": str(said["message"])[:500]})
     data = head + b",".join(chunks) + tail + _stats(out, cpu) + b"}}"
-    jsonc.loads(data)  # one JSON value, or the child forged it (C speed; nothing re-encoded)
+    if checked:
+        jsonc.loads(data)  # one JSON value, or the child forged it (C speed; nothing re-encoded)
     return data
 
 

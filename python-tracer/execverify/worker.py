@@ -6,8 +6,9 @@ One request per line on stdin, one response per line on stdout:
     → {"id": 1, "ok": true, "result": {...}}
     → {"id": 1, "ok": false, "error": {"code": "syntax_error", "message": "..."}}
 
-Ops: ping, trace (one job → a Trace), trace_batch ({jobs} → {traces: [Trace |
-{error}]}), plus the judge's ops (JUDGE_OPS, from execverify.judge_ops).
+Ops: ping, trace (one job → a Trace), trace_batch ({jobs} → frames, one per
+job: a Trace or {error}), plus the judge's ops (JUDGE_OPS, from
+execverify.judge_ops).
 
 Adding an op: write `def my_op(params: dict) -> dict` (return the result, or
 raise `OpError(code, message)`) and register it with one line in `OPS` below
@@ -19,7 +20,14 @@ for a kind registered by a module the server has imported, see _warm_server),
 or where there is none through `execverify.sandbox` (`run_isolated` /
 `call_isolated`): the worker itself never runs user code, so no job can kill
 it. An op may instead return `Raw(bytes)` holding the JSON
-text of its result, to stream large results without re-encoding them.
+text of its result, to stream large results without re-encoding them, or
+`Frames([bytes, ...])`, a list of JSON texts framed by their lengths:
+
+    → {"id": 1, "ok": true, "frames": [812, 64]}\n  and then 876 bytes, the frames one after another
+
+The reader parses each frame alone, so a frame the worker passes on without
+reading it (a trace from a shared child: tracer._assemble) can spoil its own
+entry only, never the answer's framing or another entry.
 
 Requests are served one at a time (the TypeScript pool runs one worker per
 core). The worker's real stdout is kept for the protocol only: fd 1 is pointed
@@ -47,6 +55,14 @@ class Raw:
         self.data = data
 
 
+class Frames:
+    """An op result that is a list of JSON texts (bytes), each sent framed
+    by its length after the answer's line (the module's docstring)."""
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+
 def ping(params: dict) -> dict:
     return {"pong": True, "python": "%d.%d.%d" % sys.version_info[:3],
             "implementation": sys.implementation.name, "pid": os.getpid(),
@@ -61,7 +77,7 @@ def trace(params: dict):
 
 
 def trace_batch(params: dict):
-    """{"jobs": [trace params, ...]} → {"traces": [Trace | {"error": {code, message}}, ...]}."""
+    """{"jobs": [trace params, ...]} → one frame per job: its Trace, or {"error": {code, message}}."""
     jobs = params.get("jobs")
     if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
         raise OpError("bad_entry", "trace_batch needs jobs: a list of trace jobs")
@@ -71,7 +87,7 @@ def trace_batch(params: dict):
             parts.append(dumps({"error": {"code": res.code, "message": res.message}}).encode())
         else:
             parts.append(res)
-    return Raw(b'{"traces":[' + b",".join(parts) + b"]}")
+    return Frames(parts)
 
 
 OPS = {
@@ -133,6 +149,9 @@ def handle(line: bytes) -> bytes:
         result = op(req)
         if isinstance(result, Raw):
             return b'{"id":' + dumps(rid).encode() + b',"ok":true,"result":' + result.data + b"}\n"
+        if isinstance(result, Frames):
+            sizes = b",".join(b"%d" % len(p) for p in result.parts)
+            return b'{"id":' + dumps(rid).encode() + b',"ok":true,"frames":[' + sizes + b"]}\n" + b"".join(result.parts)
         return (dumps({"id": rid, "ok": True, "result": result}) + "\n").encode()
     except OpError as e:
         err = {"code": e.code, "message": e.message}

@@ -19,7 +19,7 @@ import time
 import unittest
 import uuid
 
-from .tracer_support import TRACER_DIR, WORKER_MAIN
+from .tracer_support import TRACER_DIR, WORKER_MAIN, read_answer
 
 VICTIM = "def g(x):\n    y = x + 1\n    return y * 2\n"
 
@@ -51,10 +51,9 @@ class HostileWorker(unittest.TestCase):
         cls.n += 1
         cls.proc.stdin.write((json.dumps(dict(params, id=cls.n, op=op)) + "\n").encode())
         cls.proc.stdin.flush()
-        line = cls.proc.stdout.readline()
-        if not line:
+        resp = read_answer(cls.proc.stdout)
+        if resp is None:
             raise AssertionError("the worker died (exit %s)" % cls.proc.poll())
-        resp = json.loads(line)
         assert resp["id"] == cls.n, resp
         return resp
 

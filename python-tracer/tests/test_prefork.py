@@ -69,7 +69,7 @@ class ChildrenHoldOnlyTheirOwnJob(WorkerTestCase):
             job(holder, "f()", "a.py"),
             job(SCAN, "f(%r.encode(), %r.encode())" % (a, b), "scan.py"),
             job(holder, "f()", "c.py")])
-        first, scan, last = r["result"]["traces"]
+        first, scan, last = r["result"]
         self.assertEqual(first["outcome"]["value"]["repr"], repr(secret))
         self.assertEqual(last["outcome"]["value"]["repr"], repr(secret))
         self.assertEqual(scan["outcome"]["kind"], "returned", scan["outcome"])

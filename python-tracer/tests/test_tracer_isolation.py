@@ -49,7 +49,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
         r = self.w.request("trace_batch", jobs=[
             {"source": src, "path": "stuck.py", "entry": {"kind": "call", "expr": "f()"}, "limits": dict(QUICK, wallTimeMs=1000)},
             {"source": GOOD, "path": "good.py", "entry": {"kind": "call", "expr": "f([4, 5])"}}])
-        stuck, good = r["result"]["traces"]
+        stuck, good = r["result"]
         self.assertLimit(stuck, "wall_time")
         self.assertEqual(stuck["files"], [{"path": "stuck.py", "source": src}])
         self.assertEqual(stuck["entry"], {"kind": "call", "expr": "f()"})
@@ -63,7 +63,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
                 {"source": GOOD, "path": "c.py", "entry": {"kind": "call", "expr": "f([5, 6])"}}]
         for job in jobs:
             job["limits"] = dict(QUICK, wallTimeMs=1000)
-        a, b, s, c = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        a, b, s, c = self.w.request("trace_batch", jobs=jobs)["result"]
         self.assertEqual([t["outcome"]["value"]["repr"] for t in (a, b, c)], ["3", "7", "11"])
         self.assertEqual([t["files"][0]["path"] for t in (a, b, c)], ["a.py", "b.py", "c.py"])
         self.assertLimit(s, "wall_time")
@@ -78,7 +78,7 @@ class BadProgramsInOneWorker(WorkerTestCase):
         jobs = [{"source": GOOD, "path": "a.py", "entry": {"kind": "call", "expr": "f([1, 2])"}, "limits": lim},
                 {"source": hang, "path": "hang.py", "entry": {"kind": "call", "expr": "f()"}, "limits": lim},
                 {"source": GOOD, "path": "b.py", "entry": {"kind": "call", "expr": "f([3, 4])"}, "limits": lim}]
-        a, h, b = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        a, h, b = self.w.request("trace_batch", jobs=jobs)["result"]
         self.assertEqual([a["outcome"]["value"]["repr"], b["outcome"]["value"]["repr"]], ["3", "7"])
         self.assertLimit(h, "wall_time")
         self.assertGreater(len(h["steps"]), 10)
@@ -265,7 +265,7 @@ class FreshChildren(WorkerTestCase):
         sneaky = "def f():\n    return getattr(__builtins__, '__imp' + 'ort__')('os').getpid()\n"
         jobs = [{"source": sneaky, "path": "%s.py" % n, "entry": {"kind": "call", "expr": "f()"}} for n in "abc"]
         jobs.insert(1, {"source": "def f(:\n", "path": "d.py", "entry": {"kind": "call", "expr": "f()"}})
-        a, d, b, c = self.w.request("trace_batch", jobs=jobs)["result"]["traces"]
+        a, d, b, c = self.w.request("trace_batch", jobs=jobs)["result"]
         worker_pid = self.w.request("ping")["result"]["pid"]
         pids = {t["outcome"]["value"]["repr"] for t in (a, b, c)}
         self.assertEqual(len(pids), 3, pids)

@@ -106,7 +106,7 @@ class Batches(unittest.TestCase):
                             "limits": {"steps": 30}})
             r = w.request("trace_batch", jobs=jobs)
             self.assertTrue(r["ok"], r)
-            out = r["result"]["traces"]
+            out = r["result"]
             self.assertEqual(len(out), 7)
             self.assertEqual(out[2]["error"]["code"], "syntax_error")
             self.assertEqual(out[4]["outcome"]["limit"], "steps")

@@ -144,6 +144,19 @@ def reference(src, expr="f()", filename="/ref/prog.py"):
     return events
 
 
+def read_answer(stdout):
+    """The worker's next answer from its stdout (None at EOF): its line, and
+    where it has frames (worker.Frames) the frames, read by their lengths,
+    as its result: one JSON value each."""
+    line = stdout.readline()
+    if not line:
+        return None
+    resp = json.loads(line)
+    if "frames" in resp:
+        resp["result"] = [json.loads(stdout.read(n)) for n in resp["frames"]]
+    return resp
+
+
 class Worker:
     """A real worker process, driven over JSON lines, started the way the
     TracerPool starts it (`python -u -S -m execverify.worker`)."""
@@ -160,10 +173,9 @@ class Worker:
         req = dict(params, id=self.n, op=op)
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
+        resp = read_answer(self.proc.stdout)
+        if resp is None:
             raise AssertionError("worker died (exit %s)" % self.proc.poll())
-        resp = json.loads(line)
         assert resp["id"] == self.n
         return resp
 

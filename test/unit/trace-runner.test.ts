@@ -277,6 +277,39 @@ test('traceMany: a batch whose answer is longer than maxAnswerBytes is traced jo
   }
 });
 
+// A trace from a shared child goes to the pool unread, framed by its length
+// (python-tracer/execverify/tracer.py _assemble, worker.py Frames). No
+// program that passes the shareable check can write to its pipe, so a relay
+// between the pool and a real worker does it here: it makes the second
+// frame carry the third job's trace as well, as a forger reaching into its
+// neighbour's entry would.
+const SPOIL = [
+  'import json, subprocess, sys',
+  'w = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)',
+  'for line in iter(w.stdout.readline, b""):',
+  '    answer = json.loads(line)',
+  '    frames = [w.stdout.read(n) for n in answer.get("frames", [])]',
+  '    if len(frames) == 3:',
+  '        frames[1] += b"," + frames[2]',
+  '        answer["frames"] = [len(f) for f in frames]',
+  '    sys.stdout.buffer.write(json.dumps(answer).encode() + b"\\n" + b"".join(frames))',
+  '    sys.stdout.buffer.flush()',
+].join('\n');
+
+test('traceMany: a frame that is not one JSON value fails its own job, and no other', async () => {
+  const own = new TracerPool({ size: 1, spawn: (command, a, options) => spawn(command, ['-c', SPOIL, command, ...a], options) });
+  try {
+    const [first, spoiled, third] = await own.traceMany(sumJobs(3, 4));
+    sums([first], 4);
+    sums([third], 6);
+    assert.ok(spoiled instanceof TracerError && spoiled.code === 'tampered', String(spoiled));
+    assert.match(spoiled.message, /not one JSON value/);
+    sums(await own.traceMany(sumJobs(2, 7)), 7); // in step with the worker after it
+  } finally {
+    await own.close();
+  }
+});
+
 test('traceMany: a batch waiting behind one whose worker dies runs on the next worker', async () => {
   const { pool: own, spawned } = spyingPool(1);
   try {

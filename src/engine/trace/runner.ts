@@ -86,13 +86,22 @@ export class TracerPool extends WorkerPool {
           for (const b of batch) out[b.index] = err as TracerError;
           return;
         }
-        const traces = (raw as { traces?: unknown[] }).traces;
-        if (!Array.isArray(traces) || traces.length !== batch.length) {
+        // One frame per job (worker.py, Frames), each parsed alone: a trace
+        // the worker passed on unread (a shared child's, tracer._assemble)
+        // that is not one JSON value fails its own job and no other.
+        const frames = raw as Buffer[];
+        if (!Array.isArray(frames) || frames.length !== batch.length) {
           for (const b of batch) out[b.index] = new TracerError('protocol', 'trace_batch answered with the wrong number of traces');
           return;
         }
         batch.forEach((b, k) => {
-          const item = traces[k] as { error?: { code?: string; message?: string } };
+          let item: { error?: { code?: string; message?: string } };
+          try {
+            item = JSON.parse(frames[k]!.toString('utf8')) as typeof item;
+          } catch {
+            out[b.index] = new TracerError('tampered', "the trace of this job is not one JSON value: its messages were not the tracer's");
+            return;
+          }
           if (item && typeof item === 'object' && item.error) {
             out[b.index] = new TracerError(String(item.error.code ?? 'internal'), String(item.error.message ?? ''));
             return;

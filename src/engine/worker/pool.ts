@@ -20,6 +20,7 @@ export type TracerErrorCode =
   | 'timeout'
   | 'unknown_op'
   | 'tracer_internal'
+  | 'tampered'
   | 'internal'
   | (string & {});
 
@@ -36,6 +37,7 @@ const HINTS: Record<string, string> = {
   timeout: 'The worker did not answer in time; it was restarted.',
   unknown_op: 'The worker does not know this op: python-tracer may be older than the extension.',
   tracer_internal: 'This is a bug in the tracer; please report it with the program that triggered it.',
+  tampered: "The traced program wrote into the tracer's own messages: its trace was dropped, and no other job's was touched.",
 };
 
 /** Every failure of the runner, with what to do next in `hint`. */
@@ -53,7 +55,13 @@ export class TracerError extends Error {
 
 const ResponseSchema = z.union([
   // number first: the pool's ids are numbers (a failed first option costs a zod issue)
-  z.object({ id: z.union([z.number(), z.string()]).nullable(), ok: z.literal(true), result: z.unknown() }),
+  z.object({
+    id: z.union([z.number(), z.string()]).nullable(),
+    ok: z.literal(true),
+    result: z.unknown(),
+    // the sizes of the frames that follow the line (python-tracer/execverify/worker.py, Frames)
+    frames: z.array(z.number().int().nonnegative()).optional(),
+  }),
   z.object({
     id: z.union([z.number(), z.string()]).nullable(),
     ok: z.literal(false),
@@ -83,10 +91,11 @@ export interface WorkerPoolOptions {
    */
   graceMs?: number;
   /**
-   * The longest answer line read (default 256 MiB; V8 cannot make a string
-   * of more than ~512 Mi characters). One trace is at most `traceBytes`
-   * (64 MiB) and its output; a batch of big traces may be longer: it fails
-   * with `answer_too_large` and TracerPool.traceMany traces its jobs one by one.
+   * The longest answer read, its line and its frames (default 256 MiB; V8
+   * cannot make a string of more than ~512 Mi characters). One trace is at
+   * most `traceBytes` (64 MiB) and its output; a batch of big traces may be
+   * longer: it fails with `answer_too_large` and TracerPool.traceMany traces
+   * its jobs one by one.
    */
   maxAnswerBytes?: number;
 }
@@ -207,6 +216,27 @@ function startProcesses(spawn: SpawnFn, python: string, env: NodeJS.ProcessEnv, 
     .map((end) => new SpawnedProcess(spawn(python, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32' }), end));
 }
 
+/**
+ * An answer whose frames are still coming: `left` bytes of them. `keep`:
+ * within maxAnswerBytes, so they are kept (`parts`) and become the answer's
+ * result, one Buffer per frame; else they are read and dropped, and the
+ * answer is `answer_too_large`.
+ */
+interface Framed {
+  answer: z.infer<typeof ResponseSchema>;
+  left: number;
+  parts: Buffer[];
+  keep: boolean;
+}
+
+function tooLarge(job: Pending | undefined, bytes: number, max: number): z.infer<typeof ResponseSchema> {
+  return {
+    id: job?.id ?? null,
+    ok: false,
+    error: { code: 'answer_too_large', message: `the worker's answer to '${job?.op ?? '?'}' is ${bytes} bytes, more than ${max}` },
+  };
+}
+
 class Worker {
   /** The job the worker is running (its timer runs). */
   job: Pending | undefined;
@@ -218,6 +248,8 @@ class Worker {
   next: Pending | undefined;
   dead = false;
   private chunks: Buffer[] = [];
+  /** The answer whose frames are being read (see onLine). */
+  private framed: Framed | undefined;
   private stderrTail = '';
 
   constructor(
@@ -280,10 +312,14 @@ class Worker {
 
   private onData(chunk: Buffer): void {
     let start = 0;
-    for (;;) {
+    while (start < chunk.length) {
+      if (this.framed) {
+        start = this.onFrames(chunk, start);
+        continue;
+      }
       const nl = chunk.indexOf(10, start);
       if (nl < 0) {
-        if (start < chunk.length) this.chunks.push(chunk.subarray(start));
+        this.chunks.push(chunk.subarray(start));
         return;
       }
       this.chunks.push(chunk.subarray(start, nl));
@@ -296,25 +332,54 @@ class Worker {
 
   private onLine(line: Buffer): void {
     const job = this.job;
-    if (!job) return; // a late answer to a cancelled job: ignore
     let parsed: z.infer<typeof ResponseSchema>;
     try {
       parsed =
         line.length > this.pool.maxAnswerBytes
           ? // Read whole and in step with the worker, but not made into a string: the job fails alone.
-            {
-              id: job.id,
-              ok: false,
-              error: { code: 'answer_too_large', message: `the worker's answer to '${job.op}' is ${line.length} bytes, more than ${this.pool.maxAnswerBytes}` },
-            }
+            tooLarge(job, line.length, this.pool.maxAnswerBytes)
           : ResponseSchema.parse(JSON.parse(line.toString('utf8')));
     } catch (err) {
+      if (!job) return; // a late answer to a cancelled job: ignore
       this.finish(job);
       this.kill();
       job.reject(new TracerError('protocol', `unreadable answer from the worker: ${(err as Error).message.slice(0, 200)}`));
       return;
     }
-    if (parsed.id !== job.id) return;
+    if (parsed.ok && parsed.frames) {
+      // Its frames follow: read in step with the worker whoever they are
+      // for, and kept only within the bound (onFrames).
+      const left = parsed.frames.reduce((a, b) => a + b, 0);
+      const keep = line.length + left <= this.pool.maxAnswerBytes;
+      this.framed = { answer: keep ? parsed : tooLarge(job, line.length + left, this.pool.maxAnswerBytes), left, parts: [], keep };
+      if (left === 0) this.onFrames(Buffer.alloc(0), 0);
+      return;
+    }
+    this.onAnswer(parsed);
+  }
+
+  /** Reads the frames of `this.framed` from `chunk` at `start`; returns where they end in it. */
+  private onFrames(chunk: Buffer, start: number): number {
+    const framed = this.framed!;
+    const end = Math.min(chunk.length, start + framed.left);
+    if (framed.keep && end > start) framed.parts.push(chunk.subarray(start, end));
+    framed.left -= end - start;
+    if (framed.left > 0) return end;
+    this.framed = undefined;
+    const { answer } = framed;
+    if (answer.ok) {
+      const all = framed.parts.length === 1 ? framed.parts[0]! : Buffer.concat(framed.parts);
+      let at = 0;
+      answer.result = answer.frames!.map((n) => all.subarray(at, (at += n)));
+    }
+    this.onAnswer(answer);
+    return end;
+  }
+
+  /** One whole answer: the running job's, or (a late answer to a cancelled job) nobody's. */
+  private onAnswer(parsed: z.infer<typeof ResponseSchema>): void {
+    const job = this.job;
+    if (!job || parsed.id !== job.id) return;
     this.finish(job);
     const next = this.next;
     this.next = undefined;
