@@ -23,13 +23,17 @@ same Python in their own opcodes):
 - functions and the entry (_BODY): no import, class, attribute store or
   delete, super(), async, await, match, except*, annotations scope, nor any
   other instruction not listed; no coroutine or async generator code;
-- names: none starting with "__" (but the module's own docstring,
-  `__doc__`); none that is a builtin here outside SAFE_BUILTINS, wherever
-  it appears; every global read is in SAFE_BUILTINS or bound by the
+- names of the module's namespace (the module's own bindings, `global`
+  stores, global reads and deletes): none starting with "__" (but the
+  module's own docstring, `__doc__`); none that is a builtin here outside
+  SAFE_BUILTINS; every global read is in SAFE_BUILTINS or bound by the
   module's own code before it is read and deleted nowhere, because a
   global not bound when it is read falls back to the builtin of its name,
   and the child's builtins are not the worker's (the fork server ran
-  `site`, which adds help and exit);
+  `site`, which adds help and exit). A function's own locals, cells and
+  parameters may be named anything (`def f(input)`, `for __ in d`): the
+  compiler makes every use of such a name in that function its own slot,
+  so it never falls back to a builtin or reaches any namespace;
 - attributes: only SAFE_ATTRIBUTES, the public methods and properties of the
   immutable builtin types and of list/dict/set, none of which leads to a
   frame, a class, a module or a global namespace; and .format / .format_map
@@ -213,7 +217,7 @@ def _refusal(source: str, entry: str, code=None, entry_code=None):
     said = _module_refusal(code, assigned)
     if said:
         return said
-    bound: set = set()  # every other name bound: locals, cells, globals bound in functions
+    stored: set = set()  # the globals functions store (`global x; x = ...`)
     read: set = set()
     deleted: set = set()
     todo = [c for c in code.co_consts if type(c) is _CODE]
@@ -221,10 +225,10 @@ def _refusal(source: str, entry: str, code=None, entry_code=None):
     while todo:
         c = todo.pop()
         todo += [k for k in c.co_consts if type(k) is _CODE]
-        said = _code_refusal(c, bound, read, deleted)
+        said = _code_refusal(c, stored, read, deleted)
         if said:
             return said
-    names = assigned | bound | read | deleted
+    names = assigned | stored | read | deleted  # the module's namespace: a function's locals are its own
     banned = names & _BANNED_BUILTINS
     if banned:
         return "the builtin %s" % min(banned)
@@ -277,13 +281,12 @@ def _module_refusal(code, assigned: set):
     return None
 
 
-def _code_refusal(code, bound: set, read: set, deleted: set):
+def _code_refusal(code, stored: set, read: set, deleted: set):
     """The first instruction of one function's (lambda's, comprehension's,
-    the entry's) code that is refused, or None; adds the names it binds,
+    the entry's) code that is refused, or None; adds the globals it stores,
     reads and deletes to those sets."""
     if code.co_flags & _ASYNC_FLAGS:
         return "async"
-    bound.update(code.co_varnames, code.co_cellvars, code.co_freevars)
     b = code.co_code
     names = code.co_names
     # One byte per instruction, its kind, at C speed; then only the
@@ -302,7 +305,7 @@ def _code_refusal(code, bound: set, read: set, deleted: set):
             if kind == _READ:
                 read.add(names[a])
             elif kind == _BIND:
-                bound.add(names[a])
+                stored.add(names[a])
             elif kind == _DELETE:
                 deleted.add(names[a])
             elif kind == _ATTRIBUTE:
