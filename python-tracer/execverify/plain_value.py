@@ -19,10 +19,12 @@ list whose first item is a tag:
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
-
 from .jsonc import dumps as _dumps
 from .jsonc import loads as _loads
+
+MYPY = False
+if MYPY:  # types only: the fork server imports this module (typing and re: 11-15 ms of its start)
+    from typing import Any, Tuple
 
 MAX_BYTES = 4 << 20  # an encoded value larger than this is "value_too_large"
 MAX_NODES = 200000
