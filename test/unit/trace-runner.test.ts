@@ -310,6 +310,42 @@ test('traceMany: a frame that is not one JSON value fails its own job, and no ot
   }
 });
 
+test('traceMany: the last batches wait for whichever worker frees first, none behind a busy one', async () => {
+  // Which jobs each worker was given, as they are written to it.
+  const given: string[][] = [];
+  const own = new TracerPool({
+    size: 2,
+    spawn: (command, a, options) => {
+      const child = spawn(command, a, options);
+      const mine: string[] = [];
+      given.push(mine);
+      const write = child.stdin!.write.bind(child.stdin!) as (chunk: string) => boolean;
+      child.stdin!.write = ((chunk: string) => {
+        const req = JSON.parse(chunk) as { jobs?: Array<{ entry: { expr: string } }> };
+        mine.push(...(req.jobs ?? []).map((j) => j.entry.expr));
+        return write(chunk);
+      }) as typeof child.stdin.write;
+      return child;
+    },
+  });
+  try {
+    // Five batches of one; the third sleeps. It waits behind one of the
+    // first two, on that worker, while the other takes the fourth; the
+    // fifth, one of the last two, is left for whichever worker frees first:
+    // the other one, long before the sleep ends. Queued behind the sleeping
+    // batch, it would wait out the sleep while a worker idled.
+    const slow = { source: 'import time\ndef f():\n    time.sleep(3)\n    return 1\n', entry: { kind: 'call' as const, expr: 'f()' } };
+    const [f1, f2, f4, f5] = sumJobs(4);
+    const results = await own.traceMany([f1!, f2!, slow, f4!, f5!], undefined, 1);
+    sums([results[0], results[1], results[3], results[4]], 0);
+    const sleeper = given.find((g) => g.includes('f()'))!;
+    assert.equal(sleeper.length, 2, `the sleeping batch's worker was given ${JSON.stringify(sleeper)}`);
+    assert.equal(sleeper[1], 'f()');
+  } finally {
+    await own.close();
+  }
+});
+
 test('traceMany: a batch waiting behind one whose worker dies runs on the next worker', async () => {
   const { pool: own, spawned } = spyingPool(1);
   try {

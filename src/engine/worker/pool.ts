@@ -526,8 +526,11 @@ export class WorkerPool {
   private pump(): void {
     while (this.queue.length > 0) {
       let w = this.idle.pop();
-      if (!w && this.workers.length >= this.size) {
-        // every worker is busy: queue a pipelined job behind a pipelined one
+      if (!w && this.workers.length >= this.size && this.queue.length > this.size) {
+        // Every worker is busy: queue a pipelined job behind a pipelined
+        // one, while more wait than there are workers. The last few stay
+        // here for whichever worker frees first: one queued behind a slow
+        // batch would keep its worker busy while another idles.
         const job = this.queue[0]!;
         const busy = this.workers.find((x) => x.canQueue(job));
         if (busy) {
