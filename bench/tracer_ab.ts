@@ -1,26 +1,32 @@
-// A change to python-tracer against another version of it, on the cold row
-// of `npm run bench:tracer` (a new pool of 2 traces the 800 CRUXEval
-// programs with traceMany): the two trees run alternately, one cold pool
-// each time, so that a machine whose speed drifts slows both alike.
+// A change against another version, on the cold row of `npm run
+// bench:tracer` (a new pool of 2 traces the 800 CRUXEval programs with
+// traceMany): the two run alternately, one cold pool each time, so that a
+// machine whose speed drifts slows both alike. BEFORE is either another
+// python-tracer (everything else is this checkout's: the engine, the pool,
+// the validation) or a whole checkout, whose engine and python-tracer both
+// run (a change to the pool or the protocol):
 //
 //   git archive REV python-tracer | tar -x -C /tmp/before
 //   node --import tsx bench/tracer_ab.ts /tmp/before/python-tracer [ROUNDS]
+//   git worktree add /tmp/before REV && ln -s "$PWD/node_modules" /tmp/before/
+//   node --import tsx bench/tracer_ab.ts /tmp/before [ROUNDS]
 //
-// Prints, for each tree, the median wall time of ROUNDS (default 10) cold
-// runs and every run. Everything but python-tracer is this checkout's (the
-// engine, the pool, the validation). EXECVERIFY_PYTHON picks the
-// interpreter, as for bench:tracer. docs/security.md, "What isolation costs".
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Prints, for each, the median wall time of ROUNDS (default 10) cold runs
+// and every run. EXECVERIFY_PYTHON picks the interpreter, as for
+// bench:tracer. docs/security.md, "What isolation costs".
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolvePython } from '../src/engine/python';
 import { TracerPool } from '../src/engine/trace/runner';
 
 const BENCH = join(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
 
-async function cold(python: string, tracerDir: string, jobs: Parameters<TracerPool['traceMany']>[0]): Promise<number> {
+type Pools = typeof TracerPool;
+
+async function cold(Pool: Pools, python: string, tracerDir: string, jobs: Parameters<TracerPool['traceMany']>[0]): Promise<number> {
   const t0 = performance.now();
-  const pool = new TracerPool({ python, tracerDir, env: process.env });
+  const pool = new Pool({ python, tracerDir, env: process.env });
   try {
     const traces = await pool.traceMany(jobs);
     const ms = performance.now() - t0;
@@ -41,12 +47,18 @@ async function main(): Promise<void> {
     .map((l) => JSON.parse(l) as { id: string; code: string; input: string });
   const jobs = rows.map((r) => ({ source: r.code, path: `${r.id}.py`, entry: { kind: 'call' as const, expr: `f(${r.input})` } }));
   const python = resolvePython(undefined, process.env);
-  const trees = { before, now: join(__dirname, '..', 'python-tracer') };
+  // a whole checkout: its own engine, loaded beside this one's, and its python-tracer
+  const checkout = existsSync(join(before, 'src', 'engine', 'trace', 'runner.ts'));
+  const pools: Record<'before' | 'now', Pools> = {
+    before: checkout ? ((await import(resolve(before, 'src', 'engine', 'trace', 'runner.ts'))) as { TracerPool: Pools }).TracerPool : TracerPool,
+    now: TracerPool,
+  };
+  const trees = { before: checkout ? join(before, 'python-tracer') : before, now: join(__dirname, '..', 'python-tracer') };
   const ms: Record<keyof typeof trees, number[]> = { before: [], now: [] };
-  await cold(python, trees.now, jobs); // the file cache, both trees
-  await cold(python, trees.before, jobs);
+  await cold(pools.now, python, trees.now, jobs); // the file cache and the engines' code, both sides
+  await cold(pools.before, python, trees.before, jobs);
   for (let i = 0; i < Number(rounds); i++) {
-    for (const k of i % 2 ? (['before', 'now'] as const) : (['now', 'before'] as const)) ms[k].push(await cold(python, trees[k], jobs));
+    for (const k of i % 2 ? (['before', 'now'] as const) : (['now', 'before'] as const)) ms[k].push(await cold(pools[k], python, trees[k], jobs));
   }
   const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1] ?? Number.NaN;
   console.log(`cold pool of 2, 800 CRUXEval jobs, ${rounds} interleaved rounds (${python}):`);

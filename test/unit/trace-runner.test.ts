@@ -319,12 +319,13 @@ test('traceMany: the last batches wait for whichever worker frees first, none be
       const child = spawn(command, a, options);
       const mine: string[] = [];
       given.push(mine);
-      const write = child.stdin!.write.bind(child.stdin!) as (chunk: string) => boolean;
-      child.stdin!.write = ((chunk: string) => {
+      const stdin = child.stdin!;
+      const write = stdin.write.bind(stdin) as (chunk: string) => boolean;
+      stdin.write = ((chunk: string) => {
         const req = JSON.parse(chunk) as { jobs?: Array<{ entry: { expr: string } }> };
         mine.push(...(req.jobs ?? []).map((j) => j.entry.expr));
         return write(chunk);
-      }) as typeof child.stdin.write;
+      }) as typeof stdin.write;
       return child;
     },
   });
