@@ -26,6 +26,7 @@ import { decodeTrace } from '../src/engine/trace/decode';
 import { TracerPool } from '../src/engine/trace/runner';
 import { safeParseTrace } from '../src/engine/trace/validate';
 import type { Step, Trace, Value } from '../src/engine/trace/schema';
+import { treeCpuMs } from './tree-cpu';
 
 const python = resolvePython(undefined, process.env);
 const BENCH = join(__dirname, '..', '..', 'shared', 'benchmarks', 'cruxeval', 'cruxeval.jsonl');
@@ -38,22 +39,6 @@ function run(args: string[], interpreter = python): Promise<string> {
     p.on('error', reject);
     p.on('exit', (code) => (code === 0 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`${args.join(' ')} exited ${code}`))));
   });
-}
-
-/**
- * CPU ms of this process and of every descendant it has reaped (Linux:
- * /proc/self/stat utime + stime + cutime + cstime, kernel-counted), or NaN
- * elsewhere: the work either side does, which wall time on two shared cores
- * hides (on a microVM it still moves between runs: a busy host makes the
- * same work cost more CPU).
- */
-function treeCpuMs(): number {
-  try {
-    const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100; // USER_HZ: 100 on Linux
-  } catch {
-    return NaN;
-  }
 }
 
 interface Row {
