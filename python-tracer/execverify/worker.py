@@ -1,6 +1,7 @@
 """The JSON-lines worker: `python -m execverify.worker`.
 
-One request per line on stdin, one response per line on stdout:
+One request per line on stdin, one response per line on stdout (a batch of
+traces: the line, then its frames; below):
 
     {"id": 1, "op": "trace", ...params}
     → {"id": 1, "ok": true, "result": {...}}
@@ -128,7 +129,8 @@ def _register_optional_ops():
 
 
 def handle(line: bytes) -> bytes:
-    """One request line → one response line (bytes, with newline)."""
+    """One request line → its answer: one line (bytes, with newline), and
+    after it the frames of a `Frames` result."""
     rid = None
     try:
         try:
