@@ -117,6 +117,30 @@ class Batches(unittest.TestCase):
             w.close()
 
 
+class TheTrainersClient(unittest.TestCase):
+    def test_it_reads_a_batch_of_traces_by_its_frames_and_stays_in_step(self):
+        # worker_client.WorkerClient, the trainers' own reader of the protocol
+        from execverify import worker_client
+        client = worker_client.WorkerClient()
+        try:
+            jobs = [{"source": "def f(x):\n    return x + 1\n", "entry": {"kind": "call", "expr": "f(%d)" % i}}
+                    for i in range(3)]
+            jobs.insert(1, {"source": "def f(:\n", "entry": {"kind": "call", "expr": "f()"}})
+            out = client.request("trace_batch", {"jobs": jobs})
+            self.assertEqual(len(out), 4)
+            self.assertEqual(out[1]["error"]["code"], "syntax_error")
+            self.assertEqual([out[k]["outcome"]["value"]["repr"] for k in (0, 2, 3)], ["1", "2", "3"])
+            self.assertTrue(client.request("ping", {})["pong"])
+            self.assertEqual(client.request("trace_batch", {"jobs": jobs[:1]})[0]["outcome"]["value"]["repr"], "1")
+        finally:
+            client.close()
+
+    def test_a_frame_that_is_not_json_fails_its_own_entry(self):
+        from execverify import worker_client
+        self.assertEqual(worker_client._frame(b'{"a": 1}'), {"a": 1})
+        self.assertEqual(worker_client._frame(b'{"a": 1},{"b": 2}')["error"]["code"], "tampered")
+
+
 def _gone(pid, timeout=10.0):
     """Waits until pid no longer runs (gone, or a zombie awaiting its reaper)."""
     import time
