@@ -331,7 +331,7 @@ class Recorder:
         out, err = self.ctx.stdout, self.ctx.stderr
         tail = tail_text(outcome, out.text(), out.truncated, err.text(), err.truncated, self.n)
         cpu = "%.3f" % ((time.process_time() - self.cpu_started) * 1000.0)
-        self.ctx.write_frames(steps + _frame(TRACE, (head + "\n" + tail + "\n" + cpu).encode()))
+        self.ctx.end_job(steps + _frame(TRACE, (head + "\n" + tail + "\n" + cpu).encode()))
 
 
 def head_text(backend: str, entry_text: str, files: list, stdin_text: str = "") -> str:

@@ -19,7 +19,7 @@ from . import isolation, jsonc, prefork, sandbox
 from .errors import JobError
 from .jsonc import dumps as _json_dumps
 from .jsonc import quote as _q
-from .protocol import BAD_JOB, ERROR, JOB_DONE, LIMIT, STEPS, TRACE, USAGE
+from .protocol import BAD_JOB, ERROR, JOB_DONE, LIMIT, STEPS, TRACE, USAGE, frame
 from .pytracer import SettraceBackend, settrace as _settrace
 from .recorder import (DEFAULT_LIMITS, Recorder, RawJSON as _RawJSON, encoders as _encoders,
                        head_text as _head_text, tail_text as _tail_text)
@@ -450,6 +450,7 @@ def _run_in_shared_child(ctx, jobs: list) -> None:
         if not sandbox.next_job(ctx, _limits_for(job.limits, job.params), job.limits["memoryMb"] << 20):
             return
         had = set(sys.modules)
+        ctx.held = []
         run_in_child(job, ctx)
         if job.modname is not None and job.modname not in had:
             sys.modules.pop(job.modname, None)
@@ -458,8 +459,10 @@ def _run_in_shared_child(ctx, jobs: list) -> None:
         # this job's timers, never in the next job's trace.
         del job
         gc.collect()
-        ctx.send(USAGE, b"%d" % sandbox.resource.getrusage(sandbox.resource.RUSAGE_SELF).ru_maxrss)
-        ctx.send(JOB_DONE, b"")
+        held, ctx.held = ctx.held, None
+        held.append(frame(USAGE, b"%d" % sandbox.resource.getrusage(sandbox.resource.RUSAGE_SELF).ru_maxrss))
+        held.append(frame(JOB_DONE, b""))
+        ctx.write_frames(b"".join(held))
 
 
 prefork.register(CHUNK_JOB, _chunk_child)
@@ -531,10 +534,12 @@ def trace_many_bytes(jobs: list) -> list:
     return results
 
 
-# Shareable jobs per shared child: the fork of one child, its set-up and its
-# faults are paid once per chunk (bench/tracer_floor.py). A job that ends its
-# chunk's child is run again alone; the jobs after it go on in a new chunk.
-CHUNK_SIZE = 128
+# Shareable jobs per shared child: the fork of one child, its set-up, its
+# copy-on-write faults and its exit (some 5 ms of CPU) are paid once per
+# chunk (bench/tracer_floor.py), and a pool's batches are as large (runner.ts
+# traceMany). A job that ends its chunk's child is run again alone; the jobs
+# after it go on in a new chunk.
+CHUNK_SIZE = 512
 # EXECVERIFY_SHARE=off: every job in a fresh child of its own (for comparisons).
 _SHARE = os.environ.get("EXECVERIFY_SHARE") != "off"
 

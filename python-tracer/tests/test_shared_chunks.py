@@ -358,6 +358,29 @@ class ALimitInTheMiddleOfAChunk(unittest.TestCase):
     def test_wall_time(self):
         self.check("wall_time")
 
+    def test_a_finaliser_that_hits_a_limit_after_its_trace_is_finished(self):
+        # The generator is freed by the collection after its job (a cycle
+        # holds it), its finally block spins: the CPU limit ends the child
+        # with the job's finished trace not yet sent with its JOB_DONE. The
+        # job counts as the one the child ended on: it runs again alone
+        # (where nothing collects the cycle before the child exits).
+        limits = {"cpuTimeMs": 300}
+        spin = ("def f():\n    def g():\n        try:\n            yield 1\n        finally:\n"
+                "            while True:\n                pass\n    it = g()\n    next(it)\n"
+                "    box = [it]\n    box.append(box)\n    return 1\n")
+        jobs = [_job(_OK1, "f([1, 2, 3])", "a.py", limits=limits), _job(spin, "f()", "spin.py", limits=limits),
+                _job(_OK2, "f('banana')", "c.py", limits=limits), _job(_OK1, "f([4])", "d.py", limits=limits)]
+        self.assertIsNone(shareable.why_not(spin, "f()"))
+        with _Counted() as c:
+            shared = tracer.trace_many_bytes(jobs)
+        alone = _alone(jobs)
+        self.assertEqual(c.chunks, [4, 2])
+        self.assertEqual([j.display for j in c.alone], ["spin.py"])
+        self.assertEqual(json.loads(shared[1])["outcome"]["kind"], "returned")
+        for i in range(4):
+            self.assertEqual(_comparable(shared[i]), _comparable(alone[i]))
+        self.assertEqual([_shared(t) for t in shared], [True, False, True, True])
+
 
 class WhatGoesAlone(unittest.TestCase):
     def test_jobs_with_different_limits_stdin_or_an_unshareable_program_are_not_chunked(self):

@@ -310,6 +310,41 @@ test('traceMany: a frame that is not one JSON value fails its own job, and no ot
   }
 });
 
+test('traceMany: as few batches as equal shares allow, none over batchSize, each every k-th job', async () => {
+  // The jobs of each trace_batch request, as written to the workers.
+  const batches: string[][] = [];
+  const own = new TracerPool({
+    size: 2,
+    spawn: (command, a, options) => {
+      const child = spawn(command, a, options);
+      const stdin = child.stdin!;
+      const write = stdin.write.bind(stdin) as (chunk: string) => boolean;
+      stdin.write = ((chunk: string) => {
+        const req = JSON.parse(chunk) as { op: string; jobs?: Array<{ entry: { expr: string } }> };
+        if (req.op === 'trace_batch') batches.push(req.jobs!.map((j) => j.entry.expr));
+        return write(chunk);
+      }) as typeof stdin.write;
+      return child;
+    },
+  });
+  try {
+    const jobs = sumJobs(10);
+    sums(await own.traceMany(jobs, undefined, 3));
+    // ceil(10 / 3) = 4 batches (a multiple of the 2 workers), sizes 3, 3, 2, 2
+    const expr = (ks: number[]) => ks.map((k) => jobs[k]!.entry.expr);
+    assert.deepEqual(
+      [...batches].sort((x, y) => x[0]!.localeCompare(y[0]!)),
+      [expr([0, 4, 8]), expr([1, 5, 9]), expr([2, 6]), expr([3, 7])].sort((x, y) => x[0]!.localeCompare(y[0]!)),
+    );
+    batches.length = 0;
+    // 5 jobs within one batch's size: one batch per worker
+    sums(await own.traceMany(jobs.slice(0, 5)));
+    assert.deepEqual(batches.map((b) => b.length).sort(), [2, 3]);
+  } finally {
+    await own.close();
+  }
+});
+
 test('traceMany: the last batches wait for whichever worker frees first, none behind a busy one', async () => {
   // Which jobs each worker was given, as they are written to it.
   const given: string[][] = [];
@@ -354,12 +389,15 @@ test('traceMany: a batch waiting behind one whose worker dies runs on the next w
     // the first batch sleeps in a fresh fork; the kill lands while it runs,
     // with the second batch already written behind it
     const slow = { source: 'import time\ndef f():\n    time.sleep(1)\n    return 1\n', entry: { kind: 'call' as const, expr: 'f()' } };
-    const done = own.traceMany([slow, ...sumJobs(3), ...sumJobs(4, 3)], undefined, 4);
+    // Two batches of four, each every other job: the slow one's (jobs 0, 2,
+    // 4, 6) and the one behind it (1, 3, 5, 7).
+    const jobs = [slow, ...sumJobs(7)];
+    const done = own.traceMany(jobs, undefined, 4);
     await new Promise((r) => setTimeout(r, 300));
     process.kill(spawned[0]!.pid!, 'SIGKILL');
     const results = await done;
-    for (const r of results.slice(0, 4)) assert.ok(r instanceof TracerError && r.code === 'worker_crashed', String(r));
-    sums(results.slice(4), 3);
+    for (const k of [0, 2, 4, 6]) assert.ok(results[k] instanceof TracerError && results[k].code === 'worker_crashed', `job ${k}: ${String(results[k])}`);
+    for (const k of [1, 3, 5, 7]) sums([results[k]], k - 1);
   } finally {
     await own.close();
   }

@@ -48,29 +48,30 @@ export class TracerPool extends WorkerPool {
    * harvest. Resolves to one entry per job, in order: its Trace, or the
    * TracerError that job got (a bad job does not fail the others).
    *
-   * A busy worker already holds its next batch (pipelined), so it never
-   * waits a round trip between batches; small batches still even out the
-   * load at the end. 128 is the worker's chunk size (tracer.py CHUNK_SIZE):
-   * a batch of shareable jobs then runs in one fresh child, whose fork,
-   * set-up and copy-on-write faults (bench/tracer_floor.py) are paid once
-   * per 128.
+   * As few batches as every worker taking the same share allows, none
+   * over `batchSize` (512: the worker's chunk size, tracer.py CHUNK_SIZE):
+   * the shareable jobs of a batch then run in one fresh child, and each
+   * child's fork, set-up, copy-on-write faults and exit cost some 5 ms of
+   * CPU (the 800 CRUXEval jobs: 2 batches, 309 ms, against 347 ms in
+   * batches of 128 and quarter batches at the end: docs/security.md, "What
+   * isolation costs"). A batch takes every k-th job rather than a run of
+   * neighbours, so jobs sorted by cost (a dataset by length) still split
+   * evenly. A busy worker already holds its next batch (pipelined), so it
+   * never waits a round trip between batches.
    */
-  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 128): Promise<Array<Trace | TracerError>> {
-    const small = Math.max(1, Math.ceil(batchSize / 4));
-    this.warm(Math.ceil(jobs.length / small)); // at most this many batches: workers start while the jobs are checked
+  async traceMany(jobs: TraceJob[], signal?: AbortSignal, batchSize = 512): Promise<Array<Trace | TracerError>> {
     const out: Array<Trace | TracerError> = new Array(jobs.length);
     const valid: Array<{ index: number; job: z.infer<typeof TraceJobSchema> }> = [];
+    const count = Math.ceil(Math.ceil(jobs.length / Math.max(1, batchSize)) / this.size) * this.size;
+    this.warm(Math.min(count, jobs.length)); // workers start while the jobs are checked
     jobs.forEach((job, index) => {
       const parsed = TraceJobSchema.safeParse(job);
       if (parsed.success) valid.push({ index, job: parsed.data });
       else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     });
-    // The last jobs go in quarter batches: no worker idles while another
-    // finishes a whole batch at the end.
-    const batches: Array<typeof valid> = [];
-    const tail = Math.max(0, valid.length - this.size * batchSize);
-    for (let i = 0; i < tail; i += batchSize) batches.push(valid.slice(i, Math.min(i + batchSize, tail)));
-    for (let i = tail; i < valid.length; i += small) batches.push(valid.slice(i, i + small));
+    const batches: Array<typeof valid> = Array.from({ length: count }, () => []);
+    valid.forEach((v, k) => batches[k % count]!.push(v));
+    batches.splice(valid.length);
     await Promise.all(
       batches.map(async (batch) => {
         const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
