@@ -535,7 +535,7 @@ def trace_many_bytes(jobs: list) -> list:
 
 
 # Shareable jobs per shared child: the fork of one child, its set-up, its
-# copy-on-write faults and its exit (some 5 ms of CPU) are paid once per
+# copy-on-write faults and its exit (some 4–5 ms of CPU) are paid once per
 # chunk (bench/tracer_floor.py), and a pool's batches are as large (runner.ts
 # traceMany). A job that ends its chunk's child is run again alone; the jobs
 # after it go on in a new chunk.

@@ -51,7 +51,7 @@ export class TracerPool extends WorkerPool {
    * As few batches as every worker taking the same share allows, none
    * over `batchSize` (512: the worker's chunk size, tracer.py CHUNK_SIZE):
    * the shareable jobs of a batch then run in one fresh child, and each
-   * child's fork, set-up, copy-on-write faults and exit cost some 5 ms of
+   * child's fork, set-up, copy-on-write faults and exit cost some 4–5 ms of
    * CPU (the 800 CRUXEval jobs: 2 batches, 309 ms, against 347 ms in
    * batches of 128 and quarter batches at the end: docs/security.md, "What
    * isolation costs"). A batch takes every k-th job rather than a run of
