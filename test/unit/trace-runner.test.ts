@@ -151,19 +151,34 @@ test('a worker that dies is replaced for the next job', async () => {
 });
 
 /** A pool whose spawns are kept: their pids are the workers' sandboxes as the host sees them. */
-function spyingPool(size: number): { pool: TracerPool; spawned: ChildProcess[]; args: string[][] } {
+/**
+ * A pool whose spawns are recorded: the processes, their arguments, and
+ * the trace_batch requests written to each (`batches[w]`: worker w's
+ * batches in order, each its jobs' entry expressions).
+ */
+function spyingPool(size: number): { pool: TracerPool; spawned: ChildProcess[]; args: string[][]; batches: string[][][] } {
   const spawned: ChildProcess[] = [];
   const args: string[][] = [];
+  const batches: string[][][] = [];
   const pool = new TracerPool({
     size,
     spawn: (command, a, options) => {
       args.push(a);
       const child = spawn(command, a, options);
       spawned.push(child);
+      const mine: string[][] = [];
+      batches.push(mine);
+      const stdin = child.stdin!;
+      const write = stdin.write.bind(stdin) as (chunk: string) => boolean;
+      stdin.write = ((chunk: string) => {
+        const req = JSON.parse(chunk) as { op: string; jobs?: Array<{ entry: { expr: string } }> };
+        if (req.op === 'trace_batch') mine.push(req.jobs!.map((j) => j.entry.expr));
+        return write(chunk);
+      }) as typeof stdin.write;
       return child;
     },
   });
-  return { pool, spawned, args };
+  return { pool, spawned, args, batches };
 }
 
 test('a missing interpreter is python_not_found with what to do', async () => {
@@ -311,35 +326,25 @@ test('traceMany: a frame that is not one JSON value fails its own job, and no ot
 });
 
 test('traceMany: as few batches as equal shares allow, none over batchSize, each every k-th job', async () => {
-  // The jobs of each trace_batch request, as written to the workers.
-  const batches: string[][] = [];
-  const own = new TracerPool({
-    size: 2,
-    spawn: (command, a, options) => {
-      const child = spawn(command, a, options);
-      const stdin = child.stdin!;
-      const write = stdin.write.bind(stdin) as (chunk: string) => boolean;
-      stdin.write = ((chunk: string) => {
-        const req = JSON.parse(chunk) as { op: string; jobs?: Array<{ entry: { expr: string } }> };
-        if (req.op === 'trace_batch') batches.push(req.jobs!.map((j) => j.entry.expr));
-        return write(chunk);
-      }) as typeof stdin.write;
-      return child;
-    },
-  });
+  const { pool: own, batches: perWorker } = spyingPool(2);
+  const batches = () => perWorker.flat();
   try {
     const jobs = sumJobs(10);
     sums(await own.traceMany(jobs, undefined, 3));
     // ceil(10 / 3) = 4 batches (a multiple of the 2 workers), sizes 3, 3, 2, 2
     const expr = (ks: number[]) => ks.map((k) => jobs[k]!.entry.expr);
     assert.deepEqual(
-      [...batches].sort((x, y) => x[0]!.localeCompare(y[0]!)),
+      batches().sort((x, y) => x[0]!.localeCompare(y[0]!)),
       [expr([0, 4, 8]), expr([1, 5, 9]), expr([2, 6]), expr([3, 7])].sort((x, y) => x[0]!.localeCompare(y[0]!)),
     );
-    batches.length = 0;
-    // 5 jobs within one batch's size: one batch per worker
+    // 5 jobs within one batch's size: one batch per worker (3 and 2 more)
     sums(await own.traceMany(jobs.slice(0, 5)));
-    assert.deepEqual(batches.map((b) => b.length).sort(), [2, 3]);
+    assert.deepEqual(
+      batches()
+        .map((b) => b.length)
+        .sort(),
+      [2, 2, 2, 3, 3, 3],
+    );
   } finally {
     await own.close();
   }
@@ -347,23 +352,7 @@ test('traceMany: as few batches as equal shares allow, none over batchSize, each
 
 test('traceMany: the last batches wait for whichever worker frees first, none behind a busy one', async () => {
   // Which jobs each worker was given, as they are written to it.
-  const given: string[][] = [];
-  const own = new TracerPool({
-    size: 2,
-    spawn: (command, a, options) => {
-      const child = spawn(command, a, options);
-      const mine: string[] = [];
-      given.push(mine);
-      const stdin = child.stdin!;
-      const write = stdin.write.bind(stdin) as (chunk: string) => boolean;
-      stdin.write = ((chunk: string) => {
-        const req = JSON.parse(chunk) as { jobs?: Array<{ entry: { expr: string } }> };
-        mine.push(...(req.jobs ?? []).map((j) => j.entry.expr));
-        return write(chunk);
-      }) as typeof stdin.write;
-      return child;
-    },
-  });
+  const { pool: own, batches } = spyingPool(2);
   try {
     // Five batches of one; the third sleeps. It waits behind one of the
     // first two, on that worker, while the other takes the fourth; the
@@ -374,7 +363,7 @@ test('traceMany: the last batches wait for whichever worker frees first, none be
     const [f1, f2, f4, f5] = sumJobs(4);
     const results = await own.traceMany([f1!, f2!, slow, f4!, f5!], undefined, 1);
     sums([results[0], results[1], results[3], results[4]], 0);
-    const sleeper = given.find((g) => g.includes('f()'))!;
+    const sleeper = batches.map((b) => b.flat()).find((g) => g.includes('f()'))!;
     assert.equal(sleeper.length, 2, `the sleeping batch's worker was given ${JSON.stringify(sleeper)}`);
     assert.equal(sleeper[1], 'f()');
   } finally {
