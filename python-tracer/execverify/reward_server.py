@@ -830,7 +830,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _watched_parent() -> Optional[int]:
+    """The process whose end stops this server, or None: the `execverify
+    serve-reward` CLI that started it, whose pid it passes in PARENT_ENV.
+    Compared with getppid() from the start, not from whatever getppid() says
+    once the server is listening: a CLI killed in between would leave the
+    reaper recorded as the parent, and the server running for good."""
+    given = os.environ.pop(PARENT_ENV, None)
+    if not given:
+        return None
+    ppid = os.getppid()
+    try:
+        pid = int(given)
+    except ValueError:
+        return ppid
+    if pid == ppid:
+        return pid
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return pid  # the CLI is gone already: the first check stops the server
+    return ppid  # a launcher that forks stands between them: watched instead, as the nearest one known
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    parent = _watched_parent()
     args = build_parser().parse_args(argv)
     # The token leaves the environment at once: no worker or child inherits it.
     token = args.token or os.environ.pop(TOKEN_ENV, None) or None
@@ -897,7 +921,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  "token_required": token is not None, "isolation": mechanism}) + "\n")
     sys.stdout.flush()
     # Started by `execverify serve-reward`: stop with it, even when it is killed outright.
-    parent = os.getppid() if os.environ.pop(PARENT_ENV, None) == "1" else None
     while not stop.wait(0.2):
         if parent is not None and os.getppid() != parent:
             sys.stderr.write("serve-reward: the execverify CLI that started this server is gone\n")

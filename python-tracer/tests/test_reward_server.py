@@ -294,6 +294,32 @@ class Limits(unittest.TestCase):
             server.stop()
 
 
+class StopsWithItsCLI(unittest.TestCase):
+    """`execverify serve-reward` passes its pid (reward_server.PARENT_ENV): the
+    server stops when that process is gone, however it went, including
+    before the server got to watch it (a CLI killed while it started)."""
+
+    def test_a_cli_gone_before_the_server_listens_stops_it(self):
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()  # exited and reaped: no process has this pid now
+        server = Server("--workers", "1", env={"EXECVERIFY_REWARD_EXIT_WITH_PARENT": str(gone.pid)})
+        try:
+            self.assertEqual(server.proc.wait(60), 0)
+        finally:
+            err = server.stop()
+        self.assertIn("the execverify CLI that started this server is gone", err)
+
+    def test_its_living_parent_keeps_it_up(self):
+        server = Server("--workers", "1", env={"EXECVERIFY_REWARD_EXIT_WITH_PARENT": str(os.getpid())})
+        try:
+            with self.assertRaises(subprocess.TimeoutExpired):
+                server.proc.wait(1.0)  # never stops by itself while this process lives
+        finally:
+            err = server.stop()
+        self.assertNotIn("is gone", err)
+        self.assertEqual(server.proc.returncode, 0)
+
+
 class Auth(unittest.TestCase):
     def test_a_non_loopback_address_needs_a_token(self):
         e = dict(os.environ, PYTHONPATH=ROOT)

@@ -43,7 +43,7 @@ export const serveRewardCommand: Command = {
     // The token travels in the environment, never on a command line (ps shows those to every user).
     const token = typeof values.token === 'string' ? values.token : io.env[TOKEN_ENV];
     if (token !== undefined) env[TOKEN_ENV] = token;
-    env.EXECVERIFY_REWARD_EXIT_WITH_PARENT = '1'; // the server stops when this process dies, however it dies
+    env.EXECVERIFY_REWARD_EXIT_WITH_PARENT = String(process.pid); // the server stops when this process dies, however it dies
     const python = resolvePython(typeof values.python === 'string' ? values.python : undefined, io.env);
     const child = spawn(python, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.pipe(io.stdout, { end: false });
