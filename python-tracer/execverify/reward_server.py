@@ -836,21 +836,19 @@ def _watched_parent() -> Optional[int]:
     Compared with getppid() from the start, not from whatever getppid() says
     once the server is listening: a CLI killed in between would leave the
     reaper recorded as the parent, and the server running for good."""
-    given = os.environ.pop(PARENT_ENV, None)
-    if not given:
+    given = os.environ.pop(PARENT_ENV, "")
+    if not given.isdigit():
         return None
-    ppid = os.getppid()
-    try:
-        pid = int(given)
-    except ValueError:
-        return ppid
-    if pid == ppid:
-        return pid
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return pid  # the CLI is gone already: the first check stops the server
-    return ppid  # a launcher that forks stands between them: watched instead, as the nearest one known
+    pid, ppid = int(given), os.getppid()
+    if pid != ppid:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid  # the CLI is gone already: the first check stops the server
+        except OSError:
+            pass
+        return ppid  # a launcher that forks stands between them: watched instead, as the nearest one known
+    return pid
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -288,7 +288,6 @@ class SharedTracesEqualTracesAlone(unittest.TestCase):
     def test_cruxeval_forked_per_chunk(self):
         self.check_cruxeval()
 
-    @unittest.skipUnless(prefork.available(), "the fork server needs Linux")
     def test_cruxeval_through_the_fork_server(self):
         srv = prefork.Forkserver()
         srv.start()

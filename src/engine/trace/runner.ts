@@ -69,9 +69,8 @@ export class TracerPool extends WorkerPool {
       if (parsed.success) valid.push({ index, job: parsed.data });
       else out[index] = new TracerError('bad_entry', `invalid trace job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     });
-    const batches: Array<typeof valid> = Array.from({ length: count }, () => []);
-    valid.forEach((v, k) => batches[k % count]!.push(v));
-    batches.splice(valid.length);
+    const batches: Array<typeof valid> = Array.from({ length: Math.min(count, valid.length) }, () => []);
+    valid.forEach((v, k) => batches[k % batches.length]!.push(v));
     await Promise.all(
       batches.map(async (batch) => {
         const wall = batch.reduce((sum, b) => sum + (b.job.limits?.wallTimeMs ?? 10_000), 0);
